@@ -16,13 +16,18 @@
  *       { "listen_port", FM_CONF_INT, "8470", 1, 65535, NULL, "HTTP port" },
  *       { "window", FM_CONF_DURATION, "5s", 1e9, 3600e9, NULL, "report window" },
  *       { "store", FM_CONF_ENUM, "sqlite", 0, 0, (const char *[]){ "sqlite", NULL }, ... },
- *       { NULL },
+ *       { .key = NULL },   (designated: clang warns about { NULL })
  *   };
  *
  * Files hold `key = value` lines; `#` starts a comment; values may be double
  * quoted (with \" and \\ escapes). Unknown keys, bad values and duplicate keys
  * are errors naming file:line. Values set with fm_conf_set_locked() (the
  * command line) win over the file.
+ *
+ * Numeric types with min == max == 0 are unbounded. Lines are capped at 4096
+ * bytes and texts at 1 MiB (EFBIG). A repeated key is an error within one
+ * load; a later load overrides an earlier one. Values must not contain control
+ * characters other than tab. errno: EINVAL malformed, ERANGE out of range.
  */
 typedef enum {
     FM_CONF_INT,      /* int64_t, range [min, max] */
@@ -31,7 +36,7 @@ typedef enum {
     FM_CONF_STRING,   /* any string; max = maximum length when non-zero */
     FM_CONF_ENUM,     /* one of choices[]; stored as its index */
     FM_CONF_DURATION, /* fm_duration_parse(); int64 ns, range [min, max] */
-    FM_CONF_SIZE,     /* "64k", "10M", "1G" (powers of 1024); int64 bytes, range */
+    FM_CONF_SIZE,     /* "64k", "10M", "1G", "1T" (powers of 1024); int64 bytes */
 } fm_conf_type_t;
 
 typedef struct {
@@ -52,14 +57,19 @@ typedef struct fm_conf fm_conf_t;
 fm_conf_t *fm_conf_create (const fm_conf_item_t *table, fm_error_t *err);
 void fm_conf_destroy (fm_conf_t *conf);
 
-/* Parse a file. On any error nothing in conf changes (-1, errno, "path:line: ..." in err). */
+/* Parse a file. On any error nothing in conf changes (-1, errno, "path:line: ..."
+ * in err). A path that is not a regular file is refused (EINVAL).
+ */
 int fm_conf_load_file (fm_conf_t *conf, const char *path, fm_error_t *err);
 
 /* Parse text as if it were a file named `name`. Same rules as fm_conf_load_file(). */
 int fm_conf_load_string (fm_conf_t *conf, const char *name, const char *text,
                          fm_error_t *err);
 
-/* Set one value; _locked values are not overridden by later file loads. */
+/* Set one value; _locked values are not overridden by later file loads, nor by
+ * fm_conf_set() (which then returns 0 and changes nothing); a later
+ * fm_conf_set_locked() does override. Errors read "key: message".
+ */
 int fm_conf_set (fm_conf_t *conf, const char *key, const char *value, fm_error_t *err);
 int fm_conf_set_locked (fm_conf_t *conf, const char *key, const char *value,
                         fm_error_t *err);
@@ -75,7 +85,10 @@ int fm_conf_enum (const fm_conf_t *conf, const char *key);
 int64_t fm_conf_duration (const fm_conf_t *conf, const char *key);
 int64_t fm_conf_size (const fm_conf_t *conf, const char *key);
 
-/* Write every key with its current value as a valid config file (for --show-config). */
+/* Write every key with its current value as a valid config file (for
+ * --show-config): help as a comment, strings quoted, an unset key as "#key =".
+ * Loading the dump restores the same values. 0, or -1/errno.
+ */
 int fm_conf_dump (const fm_conf_t *conf, FILE *fp);
 
 #endif /* FM_CONF_H */

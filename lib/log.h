@@ -19,12 +19,19 @@ typedef enum {
 typedef void (*fm_log_f) (int level, const char *msg, void *arg);
 
 /* Set the program name prefixed to every line, the sinks and the maximum level
- * logged. May be called again to change them. ident is copied.
+ * logged. May be called again to change them. ident is copied (NULL means
+ * PACKAGE_NAME). Stderr lines read "ident: level: msg"; syslog uses openlog(ident)
+ * with LOG_DAEMON. Before any call: stderr, LOG_INFO. Not thread-safe: configure
+ * logging before starting threads.
  */
 void fm_log_init (const char *ident, int sinks, int level);
 void fm_log_set_level (int level);
 int fm_log_get_level (void);
+/* fn (NULL removes it) receives every logged message in addition to the sinks;
+ * pass sinks 0 to fm_log_init() to route messages to fn only.
+ */
 void fm_log_set_handler (fm_log_f fn, void *arg);
+/* Close syslog, drop the handler, fall back to stderr. */
 void fm_log_fini (void);
 
 /* Parse "err", "warning", "notice", "info", "debug" (or 3..7). -1/EINVAL on error. */
@@ -62,11 +69,16 @@ typedef struct {
 
 /* Log unless the limit is exceeded; when a new window opens after suppression,
  * the first message says how many were suppressed. Returns true if logged.
+ * A message above the current level is not logged and does not count.
+ * interval_ns <= 0 or burst 0 disables limiting.
  */
 bool fm_log_ratelimited (fm_ratelimit_t *rl, int level, const char *fmt, ...)
     __attribute__ ((format (printf, 3, 4)));
 
-/* The decision alone, with an explicit clock, so it can be tested. */
+/* The decision alone, with an explicit clock, so it can be tested. A window
+ * opens at the first message after the previous one expired. On true,
+ * *suppressed (may be NULL) is the count refused since the last allowed one.
+ */
 bool fm_ratelimit_allow (fm_ratelimit_t *rl, int64_t now_ns, uint64_t *suppressed);
 
 #endif /* FM_LOG_H */
