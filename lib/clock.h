@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later
+ * Copyright (C) 2026 The fabric-monitor authors
+ */
+#ifndef FM_CLOCK_H
+#define FM_CLOCK_H
+
+/* Pairwise clock estimators: from probe timestamps taken on this node ("local")
+ * and on one peer, estimate theta(t) = peer clock - local clock, as an offset at
+ * a local time plus a relative drift, with an error bound.
+ *
+ * Sign convention, used throughout: a probe sent local -> peer ("out") has the
+ * one-way measurement d = rx(peer clock) - tx(local clock) = owd + theta; a probe
+ * sent peer -> local ("in") has d = rx(local) - tx(peer) = owd - theta. Queueing
+ * only ever adds to owd, so the lower envelopes of both directions carry the
+ * information; the estimators never average raw samples.
+ *
+ * Timestamps are nanoseconds of each host's clock as the agent's time source
+ * reads it (kernel TX/RX timestamps, passed through fm_vclock in tests). An
+ * estimator never touches any host clock.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+typedef enum {
+    FM_CLOCK_EST_NAIVE = 0,   /* min-RTT four-timestamp exchange: the baseline */
+    FM_CLOCK_EST_HUYGENS = 1, /* coded probe pairs + max-margin envelope fit */
+} fm_clock_est_type_t;
+
+typedef enum {
+    FM_CLOCK_DIR_OUT = 0, /* local -> peer */
+    FM_CLOCK_DIR_IN = 1,  /* peer -> local */
+} fm_clock_dir_t;
+
+/* One request/response exchange: t1 local send, t2 peer receive, t3 peer send,
+ * t4 local receive. Accepted by the naive estimator.
+ */
+typedef struct {
+    int64_t t1, t2, t3, t4;
+} fm_clock_exchange_t;
+
+/* One coded probe pair in one direction: two probes sent back to back. tx are
+ * the sender's kernel TX timestamps of probe 0 and 1 (sender's clock), rx the
+ * receiver's kernel RX timestamps (receiver's clock). Accepted by huygens.
+ */
+typedef struct {
+    fm_clock_dir_t dir;
+    int64_t tx_ns[2];
+    int64_t rx_ns[2];
+} fm_clock_pair_t;
+
+typedef enum {
+    FM_CLOCK_SAMPLE_EXCHANGE = 0,
+    FM_CLOCK_SAMPLE_PAIR = 1,
+} fm_clock_sample_type_t;
+
+typedef struct {
+    fm_clock_sample_type_t type;
+    union {
+        fm_clock_exchange_t exchange;
+        fm_clock_pair_t pair;
+    };
+} fm_clock_sample_t;
+
+typedef struct {
+    /* samples older than now - window are forgotten (2 s) */
+    int64_t window_ns;
+    /* coded pair: max |rx gap - tx gap| of a pure pair (1.5 us) */
+    int64_t guard_ns;
+    /* coded pair: max tx gap still "back to back" (200 us) */
+    int64_t max_gap_ns;
+    /* needed to report: per direction (huygens) or in all (naive) (16) */
+    unsigned min_samples;
+    /* huygens: time both directions must cover to report (500 ms) */
+    int64_t min_span_ns;
+    /* samples kept per direction; the oldest go first (8192) */
+    unsigned capacity;
+} fm_clock_config_t;
+
+/* The limits fm_clock_config_check() enforces on a configuration. */
+#define FM_CLOCK_WINDOW_MAX_NS (3600LL * 1000000000LL)
+#define FM_CLOCK_CAPACITY_MAX 1000000u
+
+typedef struct {
+    bool valid;        /* false: refused; only why is meaningful */
+    const char *why;   /* static text: why refused, or "ok" */
+    int64_t at_ns;     /* local time the estimate refers to (the now passed in) */
+    int64_t offset_ns; /* theta at at_ns: peer clock - local clock */
+    double drift_ppb;  /* d theta / dt, parts per billion (peer runs faster if > 0) */
+    int64_t bound_ns;  /* error bound of offset_ns (see doc/clock.md for its model) */
+    int64_t owd_ns;    /* huygens: estimated minimum one-way delay; naive: min RTT/2 */
+    unsigned samples[2]; /* samples used, indexed by fm_clock_dir_t (naive: [0]) */
+} fm_clock_estimate_t;
+
+typedef struct {
+    uint64_t accepted; /* samples kept */
+    uint64_t impure;   /* coded pairs rejected by the gap test */
+    uint64_t invalid;  /* malformed samples (time running backwards, wrong type) */
+    uint64_t expired;  /* dropped from the window or by capacity */
+} fm_clock_stats_t;
+
+typedef struct fm_clock_est fm_clock_est_t;
+
+/* Fill cfg with the defaults above. */
+void fm_clock_config_default (fm_clock_config_t *cfg);
+
+/* 0 when cfg is usable, else -1/EINVAL with a reason in err. */
+int fm_clock_config_check (const fm_clock_config_t *cfg, fm_error_t *err);
+
+/* "naive" or "huygens" -> type; -1/EINVAL otherwise. */
+int fm_clock_est_type_parse (const char *name);
+
+/* Create an estimator for one peer; cfg NULL means the defaults. The config is
+ * copied. NULL with errno (EINVAL, ENOMEM) and err filled on failure.
+ */
+fm_clock_est_t *fm_clock_est_create (fm_clock_est_type_t type,
+                                     const fm_clock_config_t *cfg,
+                                     fm_error_t *err);
+
+/* NULL-safe; preserves errno. */
+void fm_clock_est_destroy (fm_clock_est_t *est);
+
+const char *fm_clock_est_name (const fm_clock_est_t *est);
+
+/* Offer one sample. Returns 1 when kept; 0 when filtered out, which is counted
+ * in the stats and is not an error: an impure pair, malformed timestamps, or a
+ * sample type this estimator does not take (naive takes exchanges, huygens
+ * pairs). -1/EINVAL for NULL arguments.
+ */
+int fm_clock_est_add (fm_clock_est_t *est, const fm_clock_sample_t *s);
+
+/* Estimate theta at local time now_ns from the samples within the window that
+ * ends at now_ns. Always fills *out; returns 0 when out->valid, else -1 with
+ * errno EAGAIN (not enough data: out->why says what is missing). -1/EINVAL for
+ * bad arguments.
+ */
+int fm_clock_est_estimate (fm_clock_est_t *est,
+                           int64_t now_ns,
+                           fm_clock_estimate_t *out);
+
+void fm_clock_est_stats (const fm_clock_est_t *est, fm_clock_stats_t *stats);
+
+/* Drop all samples (after a peer restart, say); the stats are kept. */
+void fm_clock_est_reset (fm_clock_est_t *est);
+
+/* Coded pair purity test alone: true when both gaps are positive, the tx gap is
+ * at most max_gap_ns, and |rx gap - tx gap| <= guard_ns.
+ */
+bool fm_clock_pair_is_pure (const fm_clock_pair_t *p,
+                            int64_t guard_ns,
+                            int64_t max_gap_ns);
+
+/* The max-margin envelope fit alone, exposed for tests and the benchmark.
+ * Points are (t, d): t local time relative to an origin of the caller's choice
+ * and d the one-way measurement of that direction, both ns; each array sorted
+ * by t, ascending. Finds the line theta(t) = a + b t and margin D maximising D
+ * subject to d_out >= theta(t) + D and d_in >= D - theta(t), exactly (convex
+ * hulls and a merge of their edge slopes, see doc/clock.md).
+ */
+typedef struct {
+    double t;
+    double d;
+} fm_clock_point_t;
+
+typedef struct {
+    double a;          /* theta at t = 0, ns */
+    double b;          /* slope, ns per ns */
+    double margin;     /* D: the minimum one-way delay the fit implies, ns */
+    double thick[2];   /* per direction: envelope thickness, the k-th smallest
+                          residual above the fitted support line, ns */
+    double t_lo, t_hi; /* time span over which both directions have points */
+} fm_clock_fit_t;
+
+/* k >= 1 selects the residual reported as thickness (k capped at 64). 0 on
+ * success; -1/EINVAL when a direction is empty, an array is unsorted or the
+ * problem is unbounded (the two directions' time ranges do not interleave);
+ * -1/ENOMEM.
+ */
+int fm_clock_fit (const fm_clock_point_t *out,
+                  size_t n_out,
+                  const fm_clock_point_t *in,
+                  size_t n_in,
+                  unsigned k,
+                  fm_clock_fit_t *fit);
+
+#endif /* FM_CLOCK_H */

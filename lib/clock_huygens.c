@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later
+ * Copyright (C) 2026 The fabric-monitor authors
+ */
+#include "config.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "clock_private.h"
+
+/* Huygens: coded probe pairs filtered for purity, then the max-margin fit of
+ * offset and drift over the lower envelopes of both directions.
+ */
+
+/* the envelope thickness for the bound is the residual at rank n / this */
+#define HUYGENS_THICK_DIV 8
+
+struct sample {
+    int64_t t; /* local clock */
+    int64_t d; /* one-way measurement, see clock.h */
+};
+
+struct ring {
+    struct sample *s;
+    unsigned head; /* oldest */
+    unsigned len;
+};
+
+struct huygens {
+    struct fm_clock_est est;
+    unsigned cap;
+    struct ring ring[2];
+    fm_clock_point_t *pts[2]; /* estimate scratch, cap each */
+};
+
+static void huygens_destroy (struct fm_clock_est *est)
+{
+    struct huygens *h = fm_clock_container_of (est, struct huygens, est);
+
+    for (int i = 0; i < 2; i++) {
+        free (h->ring[i].s);
+        free (h->pts[i]);
+    }
+    free (h);
+}
+
+static struct fm_clock_est *huygens_create (const fm_clock_config_t *cfg)
+{
+    struct huygens *h = calloc (1, sizeof (*h));
+
+    if (!h) {
+        return NULL;
+    }
+    h->cap = cfg->capacity;
+    for (int i = 0; i < 2; i++) {
+        if (!(h->ring[i].s = calloc (h->cap, sizeof (struct sample)))
+            || !(h->pts[i] = calloc (h->cap, sizeof (fm_clock_point_t)))) {
+            huygens_destroy (&h->est);
+            return NULL;
+        }
+    }
+    return &h->est;
+}
+
+static void huygens_reset (struct fm_clock_est *est)
+{
+    struct huygens *h = fm_clock_container_of (est, struct huygens, est);
+
+    for (int i = 0; i < 2; i++) {
+        h->ring[i].head = 0;
+        h->ring[i].len = 0;
+    }
+}
+
+static struct sample *ring_at (struct huygens *h, struct ring *r, unsigned i)
+{
+    return &r->s[(r->head + i) % h->cap];
+}
+
+/* b lies more than window before a (or so far off that a - b overflows) */
+static bool older (int64_t a, int64_t b, int64_t window)
+{
+    int64_t d;
+
+    return !fm_clock_sub (a, b, &d) || d > window;
+}
+
+static void
+ring_push (struct huygens *h, struct ring *r, struct sample s, int64_t window_ns)
+{
+    /* forget what fell out of the window behind the newest sample; samples
+     * arrive nearly in time order, stragglers are skipped at estimate time
+     */
+    while (r->len > 0 && older (s.t, ring_at (h, r, 0)->t, window_ns)) {
+        r->head = (r->head + 1) % h->cap;
+        r->len--;
+        h->est.stats.expired++;
+    }
+    if (r->len == h->cap) {
+        r->head = (r->head + 1) % h->cap;
+        r->len--;
+        h->est.stats.expired++;
+    }
+    *ring_at (h, r, r->len) = s;
+    r->len++;
+}
+
+static int huygens_add (struct fm_clock_est *est, const fm_clock_sample_t *s)
+{
+    struct huygens *h = fm_clock_container_of (est, struct huygens, est);
+    const fm_clock_pair_t *p = &s->pair;
+    int64_t d0, d1;
+    struct sample smp;
+
+    if (s->type != FM_CLOCK_SAMPLE_PAIR
+        || (p->dir != FM_CLOCK_DIR_OUT && p->dir != FM_CLOCK_DIR_IN)
+        || !fm_clock_sub (p->rx_ns[0], p->tx_ns[0], &d0)
+        || !fm_clock_sub (p->rx_ns[1], p->tx_ns[1], &d1)) {
+        est->stats.invalid++;
+        return 0;
+    }
+    if (!fm_clock_pair_is_pure (p, est->cfg.guard_ns, est->cfg.max_gap_ns)) {
+        est->stats.impure++;
+        return 0;
+    }
+    /* both probes of a pure pair saw the same queue; each is an upper bound on
+     * owd +- theta, so the smaller is the better one
+     */
+    smp.d = d0 < d1 ? d0 : d1;
+    smp.t = p->dir == FM_CLOCK_DIR_OUT ? p->tx_ns[0] : p->rx_ns[0];
+    ring_push (h, &h->ring[p->dir], smp, est->cfg.window_ns);
+    est->stats.accepted++;
+    return 1;
+}
+
+static int cmp_point (const void *a, const void *b)
+{
+    double ta = ((const fm_clock_point_t *)a)->t;
+    double tb = ((const fm_clock_point_t *)b)->t;
+
+    return (ta > tb) - (ta < tb);
+}
+
+/* In-window samples of one direction as points relative to (now, dref), sorted. */
+static size_t gather (struct huygens *h,
+                      int dir,
+                      int64_t now_ns,
+                      int64_t dref,
+                      int64_t *t_first,
+                      int64_t *t_last)
+{
+    struct ring *r = &h->ring[dir];
+    size_t n = 0;
+    int64_t sign = dir == FM_CLOCK_DIR_OUT ? 1 : -1;
+
+    for (unsigned i = 0; i < r->len; i++) {
+        const struct sample *s = ring_at (h, r, i);
+        int64_t dt, dd;
+
+        if (!fm_clock_sub (s->t, now_ns, &dt) || dt < -h->est.cfg.window_ns
+            || dt > h->est.cfg.window_ns || !fm_clock_sub (s->d, sign * dref, &dd)) {
+            continue;
+        }
+        if (n == 0 || s->t < *t_first) {
+            *t_first = s->t;
+        }
+        if (n == 0 || s->t > *t_last) {
+            *t_last = s->t;
+        }
+        h->pts[dir][n].t = (double)dt;
+        h->pts[dir][n].d = (double)dd;
+        n++;
+    }
+    qsort (h->pts[dir], n, sizeof (fm_clock_point_t), cmp_point);
+    return n;
+}
+
+static void
+huygens_estimate (struct fm_clock_est *est, int64_t now_ns, fm_clock_estimate_t *out)
+{
+    struct huygens *h = fm_clock_container_of (est, struct huygens, est);
+    int64_t first[2] = {0, 0}, last[2] = {0, 0};
+    int64_t dref = 0, span;
+    unsigned k;
+    size_t n[2];
+    fm_clock_fit_t fit;
+    double tc, thick, bound;
+    int64_t offset;
+
+    /* theta is near the first out measurement; fitting relative to it keeps
+     * the doubles small whatever the clocks' absolute difference
+     */
+    if (h->ring[FM_CLOCK_DIR_OUT].len > 0) {
+        dref = ring_at (h, &h->ring[FM_CLOCK_DIR_OUT], 0)->d;
+    }
+    if (dref == INT64_MIN) {
+        dref++; /* so that -dref exists */
+    }
+    for (int dir = 0; dir < 2; dir++) {
+        n[dir] = gather (h, dir, now_ns, dref, &first[dir], &last[dir]);
+        out->samples[dir] = (unsigned)n[dir];
+    }
+    if (n[0] < est->cfg.min_samples || n[1] < est->cfg.min_samples) {
+        fm_clock_refuse (out, "too few pure samples in one direction");
+        return;
+    }
+    span = (last[0] < last[1] ? last[0] : last[1])
+           - (first[0] > first[1] ? first[0] : first[1]);
+    if (span < est->cfg.min_span_ns || span <= 0) {
+        fm_clock_refuse (out, "samples of both directions span too short a time");
+        return;
+    }
+    k = (unsigned)((n[0] < n[1] ? n[0] : n[1]) / HUYGENS_THICK_DIV);
+    if (fm_clock_fit (h->pts[0], n[0], h->pts[1], n[1], k > 1 ? k : 1, &fit) < 0) {
+        fm_clock_refuse (out, "envelope fit failed");
+        return;
+    }
+    if (!(fit.margin > 0)) {
+        /* some out and in samples sum to a negative round trip: timestamps
+         * that cannot be right, and no line through them can be trusted
+         */
+        fm_clock_refuse (out, "inconsistent timestamps (negative margin)");
+        return;
+    }
+    /* An envelope the fit touches at isolated points is a guess; one with
+     * many points within a few ns of it is well pinned. The thickness (k-th
+     * smallest residual) bounds how far each support line may sit above the
+     * truth; its effect on theta is half the sum at the middle of the span
+     * and grows with the slope uncertainty (sum / span) away from it.
+     */
+    thick = fit.thick[0] + fit.thick[1];
+    tc = (fit.t_lo + fit.t_hi) / 2;
+    bound = thick / 2 + fabs (tc) * thick / (fit.t_hi - fit.t_lo) + 1.;
+    if (!isfinite (fit.a) || fabs (fit.a) > 4e18 || !(bound < 9e18)
+        || !(fit.margin < 4e18)
+        || __builtin_add_overflow ((int64_t)llround (fit.a), dref, &offset)) {
+        fm_clock_refuse (out, "estimate out of range");
+        return;
+    }
+    out->valid = true;
+    out->offset_ns = offset;
+    out->drift_ppb = fit.b * 1e9;
+    out->bound_ns = (int64_t)ceil (bound);
+    out->owd_ns = (int64_t)llround (fit.margin);
+}
+
+const struct fm_clock_est_ops fm_clock_huygens_ops = {
+    .name = "huygens",
+    .create = huygens_create,
+    .destroy = huygens_destroy,
+    .add = huygens_add,
+    .estimate = huygens_estimate,
+    .reset = huygens_reset,
+};

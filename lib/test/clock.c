@@ -1,0 +1,787 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later
+ * Copyright (C) 2026 The fabric-monitor authors
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "clock.h"
+
+/* A realistic CLOCK_REALTIME origin: doubles lose ns at this magnitude, so
+ * the code under test has to keep its differences in integers.
+ */
+#define T0 1796000000000000000LL
+
+static uint64_t rng_state;
+
+static uint64_t rng_u64 (void)
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
+
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static double rng_uniform (void)
+{
+    return ((double)(rng_u64 () >> 11) + 0.5) / 9007199254740992.0;
+}
+
+static double rng_exp (double mean)
+{
+    return -mean * log (rng_uniform ());
+}
+
+static double rng_normal (double sd)
+{
+    return sd * sqrt (-2 * log (rng_uniform ())) * cos (2 * M_PI * rng_uniform ());
+}
+
+/* The synthetic pair of clocks: local = real time, peer = real + off + drift.
+ * Probes see owd plus queueing; a fraction of probes take a large outlier.
+ */
+struct sim {
+    double off_ns;      /* peer - local at T0 */
+    double drift;       /* ns per ns */
+    double owd_ns[2];   /* base one-way delay per direction */
+    double queue_ns;    /* mean of the exponential queueing per probe */
+    double stamp_sd_ns; /* timestamp noise */
+    double outlier_p;   /* probability of a 0.2-1.5 ms delay on one probe */
+    double gap_ns;      /* coded pair send gap */
+};
+
+static double peer_clock (const struct sim *s, double real_rel)
+{
+    return real_rel + s->off_ns + s->drift * real_rel;
+}
+
+static double theta_at (const struct sim *s, int64_t local)
+{
+    double rel = (double)(local - T0);
+    return s->off_ns + s->drift * rel;
+}
+
+static double probe_delay (const struct sim *s, int dir)
+{
+    double q = rng_exp (s->queue_ns);
+
+    if (rng_uniform () < s->outlier_p) {
+        q += 200000 + rng_uniform () * 1300000;
+    }
+    return s->owd_ns[dir] + q;
+}
+
+/* One coded pair sent at real time T0 + rel. */
+static fm_clock_sample_t sim_pair (const struct sim *s, int dir, double rel)
+{
+    fm_clock_sample_t smp = {.type = FM_CLOCK_SAMPLE_PAIR};
+    fm_clock_pair_t *p = &smp.pair;
+
+    p->dir = dir;
+    for (int k = 0; k < 2; k++) {
+        double send = rel + k * s->gap_ns;
+        double recv = send + probe_delay (s, dir);
+        double tx, rx;
+
+        if (dir == FM_CLOCK_DIR_OUT) {
+            tx = send;
+            rx = peer_clock (s, recv);
+        } else {
+            tx = peer_clock (s, send);
+            rx = recv;
+        }
+        p->tx_ns[k] = T0 + llround (tx + rng_normal (s->stamp_sd_ns));
+        p->rx_ns[k] = T0 + llround (rx + rng_normal (s->stamp_sd_ns));
+    }
+    return smp;
+}
+
+/* Feed both directions, one pair each per period, over [start, start + len). */
+static void sim_feed (
+    fm_clock_est_t *est, const struct sim *s, double start, double len, double period)
+{
+    for (double t = start; t < start + len; t += period) {
+        for (int dir = 0; dir < 2; dir++) {
+            fm_clock_sample_t smp = sim_pair (s, dir, t + dir * period / 2);
+            assert_true (fm_clock_est_add (est, &smp) >= 0);
+        }
+    }
+}
+
+static const struct sim sim_default = {
+    .off_ns = 3.7e9 + 12345.,
+    .drift = 12.5e-6,
+    .owd_ns = {20000., 20000.},
+    .queue_ns = 1000.,
+    .stamp_sd_ns = 10.,
+    .outlier_p = 0.02,
+    .gap_ns = 10000.,
+};
+
+static void test_config (void **state)
+{
+    fm_clock_config_t cfg;
+    fm_error_t err;
+
+    fm_clock_config_default (&cfg);
+    assert_int_equal (fm_clock_config_check (&cfg, &err), 0);
+    assert_int_equal (cfg.window_ns, 2000000000LL);
+
+    errno = 0;
+    assert_int_equal (fm_clock_config_check (NULL, &err), -1);
+    assert_int_equal (errno, EINVAL);
+
+    cfg.window_ns = 0;
+    errno = 0;
+    assert_int_equal (fm_clock_config_check (&cfg, &err), -1);
+    assert_int_equal (errno, EINVAL);
+    assert_non_null (strstr (err.text, "window"));
+
+    fm_clock_config_default (&cfg);
+    cfg.min_samples = 1;
+    assert_int_equal (fm_clock_config_check (&cfg, &err), -1);
+    fm_clock_config_default (&cfg);
+    cfg.capacity = FM_CLOCK_CAPACITY_MAX + 1;
+    assert_int_equal (fm_clock_config_check (&cfg, &err), -1);
+    fm_clock_config_default (&cfg);
+    cfg.min_span_ns = cfg.window_ns + 1;
+    assert_int_equal (fm_clock_config_check (&cfg, &err), -1);
+    fm_clock_config_default (&cfg);
+    cfg.guard_ns = -1;
+    assert_int_equal (fm_clock_config_check (&cfg, &err), -1);
+    fm_clock_config_default (&cfg);
+    cfg.max_gap_ns = 0;
+    assert_int_equal (fm_clock_config_check (&cfg, &err), -1);
+
+    /* a bad config creates nothing */
+    errno = 0;
+    assert_null (fm_clock_est_create (FM_CLOCK_EST_HUYGENS, &cfg, &err));
+    assert_int_equal (errno, EINVAL);
+    errno = 0;
+    assert_null (fm_clock_est_create ((fm_clock_est_type_t)7, NULL, &err));
+    assert_int_equal (errno, EINVAL);
+}
+
+static void test_type_parse (void **state)
+{
+    fm_clock_est_t *est;
+
+    assert_int_equal (fm_clock_est_type_parse ("naive"), FM_CLOCK_EST_NAIVE);
+    assert_int_equal (fm_clock_est_type_parse ("huygens"), FM_CLOCK_EST_HUYGENS);
+    errno = 0;
+    assert_int_equal (fm_clock_est_type_parse ("ntp"), -1);
+    assert_int_equal (errno, EINVAL);
+    assert_int_equal (fm_clock_est_type_parse (NULL), -1);
+
+    est = fm_clock_est_create (FM_CLOCK_EST_NAIVE, NULL, NULL);
+    assert_non_null (est);
+    assert_string_equal (fm_clock_est_name (est), "naive");
+    fm_clock_est_destroy (est);
+    est = fm_clock_est_create (FM_CLOCK_EST_HUYGENS, NULL, NULL);
+    assert_non_null (est);
+    assert_string_equal (fm_clock_est_name (est), "huygens");
+    fm_clock_est_destroy (est);
+    fm_clock_est_destroy (NULL);
+    assert_null (fm_clock_est_name (NULL));
+
+    errno = 0;
+    assert_int_equal (fm_clock_est_add (NULL, NULL), -1);
+    assert_int_equal (errno, EINVAL);
+    assert_int_equal (fm_clock_est_estimate (NULL, 0, NULL), -1);
+}
+
+/* Noiseless points on a known line: the fit returns it exactly. */
+static void test_fit_exact (void **state)
+{
+    fm_clock_point_t out[50], in[50];
+    fm_clock_fit_t fit;
+    double a = -321.5, b = 3e-6, owd = 5000.;
+
+    for (int i = 0; i < 50; i++) {
+        double t = -2e9 + i * 4e7;
+        /* every 7th point queued: it lies above the envelope */
+        double q = i % 7 == 3 ? 800. : 0.;
+
+        out[i].t = t;
+        out[i].d = owd + a + b * t + q;
+        in[i].t = t + 2e7;
+        in[i].d = owd - (a + b * in[i].t) + q;
+    }
+    assert_int_equal (fm_clock_fit (out, 50, in, 50, 2, &fit), 0);
+    assert_true (fabs (fit.a - a) < 1e-6);
+    assert_true (fabs (fit.b - b) < 1e-15);
+    assert_true (fabs (fit.margin - owd) < 1e-6);
+    /* every non-queued point sits on the envelope */
+    assert_true (fabs (fit.thick[0]) < 1e-6);
+    assert_true (fabs (fit.thick[1]) < 1e-6);
+    assert_true (fit.t_lo == in[0].t);
+    assert_true (fit.t_hi == out[49].t);
+}
+
+/* One low point in each direction: the optimum is pinned by hull geometry. */
+static void test_fit_hull_contacts (void **state)
+{
+    /* out envelope rises through (0,10) and (10,10); in through (5,10) */
+    fm_clock_point_t out[] = {{0, 10}, {5, 30}, {10, 10}};
+    fm_clock_point_t in[] = {{0, 40}, {5, 10}, {10, 40}};
+    fm_clock_fit_t fit;
+
+    assert_int_equal (fm_clock_fit (out, 3, in, 3, 1, &fit), 0);
+    /* out hull edge (0,10)-(10,10) is flat, in contact at t=5: b = 0,
+     * U = 10, L = -10, theta = 0, D = 10
+     */
+    assert_true (fabs (fit.b) < 1e-12);
+    assert_true (fabs (fit.a) < 1e-9);
+    assert_true (fabs (fit.margin - 10) < 1e-9);
+}
+
+static void test_fit_errors (void **state)
+{
+    fm_clock_point_t out[] = {{0, 10}, {1, 10}};
+    fm_clock_point_t in[] = {{2, 10}, {3, 10}};
+    fm_clock_point_t unsorted[] = {{3, 10}, {2, 10}};
+    fm_clock_point_t nan[] = {{0, NAN}, {4, 10}};
+    fm_clock_fit_t fit;
+
+    /* all in points after all out points: any steep enough line separates */
+    errno = 0;
+    assert_int_equal (fm_clock_fit (out, 2, in, 2, 1, &fit), -1);
+    assert_int_equal (errno, EINVAL);
+    errno = 0;
+    assert_int_equal (fm_clock_fit (in, 2, out, 2, 1, &fit), -1);
+    assert_int_equal (errno, EINVAL);
+    assert_int_equal (fm_clock_fit (out, 0, in, 2, 1, &fit), -1);
+    assert_int_equal (fm_clock_fit (out, 2, unsorted, 2, 1, &fit), -1);
+    assert_int_equal (fm_clock_fit (out, 2, nan, 2, 1, &fit), -1);
+    assert_int_equal (fm_clock_fit (out, 2, in, 2, 0, &fit), -1);
+    assert_int_equal (fm_clock_fit (NULL, 2, in, 2, 1, &fit), -1);
+}
+
+/* The fit is the LP optimum: no line that also satisfies the constraints has
+ * a larger margin. Checked against a brute force over all point pairs (the
+ * optimum of a 2D LP lies on a line through two constraint points).
+ */
+static void test_fit_optimal_random (void **state)
+{
+    enum { N = 40 };
+    fm_clock_point_t out[N], in[N];
+
+    rng_state = 7;
+    for (int round = 0; round < 20; round++) {
+        fm_clock_fit_t fit;
+        double best = -INFINITY;
+
+        for (int i = 0; i < N; i++) {
+            out[i].t = i * 10. + rng_uniform ();
+            out[i].d = 100. + 0.3 * out[i].t + rng_exp (20.);
+            in[i].t = i * 10. + 5. + rng_uniform ();
+            in[i].d = 100. - 0.3 * in[i].t + rng_exp (20.);
+        }
+        assert_int_equal (fm_clock_fit (out, N, in, N, 1, &fit), 0);
+        /* for each slope candidate (through two points of one set, or of
+         * either set mirrored) the margin G(b)/2 is computed directly
+         */
+        for (int s = 0; s < 2; s++) {
+            fm_clock_point_t *p = s ? in : out;
+            double sg = s ? -1. : 1.;
+            for (int i = 0; i < N; i++) {
+                for (int j = i + 1; j < N; j++) {
+                    double b = sg * (p[j].d - p[i].d) / (p[j].t - p[i].t);
+                    double u = INFINITY, l = -INFINITY;
+                    for (int k = 0; k < N; k++) {
+                        u = fmin (u, out[k].d - b * out[k].t);
+                        l = fmax (l, -in[k].d - b * in[k].t);
+                    }
+                    best = fmax (best, (u - l) / 2);
+                }
+            }
+        }
+        assert_true (fit.margin >= best - 1e-9);
+        assert_true (fit.margin <= best + 1e-9);
+        /* and the line is feasible with that margin */
+        for (int k = 0; k < N; k++) {
+            assert_true (out[k].d - (fit.a + fit.b * out[k].t) >= fit.margin - 1e-9);
+            assert_true (in[k].d + (fit.a + fit.b * in[k].t) >= fit.margin - 1e-9);
+        }
+    }
+}
+
+static void test_pair_purity (void **state)
+{
+    fm_clock_pair_t p = {
+        .dir = FM_CLOCK_DIR_OUT,
+        .tx_ns = {1000000, 1010000},
+        .rx_ns = {5000000, 5010000},
+    };
+
+    assert_true (fm_clock_pair_is_pure (&p, 1500, 200000));
+    p.rx_ns[1] = 5011400; /* 1.4 us late: within the guard */
+    assert_true (fm_clock_pair_is_pure (&p, 1500, 200000));
+    p.rx_ns[1] = 5011600; /* the second probe queued 1.6 us */
+    assert_false (fm_clock_pair_is_pure (&p, 1500, 200000));
+    p.rx_ns[1] = 5008400; /* the first probe queued: the gap shrank */
+    assert_false (fm_clock_pair_is_pure (&p, 1500, 200000));
+    p.rx_ns[1] = 5010000;
+    assert_false (fm_clock_pair_is_pure (&p, 1500, 5000)); /* not back to back */
+    p.rx_ns[1] = 4990000;                                  /* reordered */
+    assert_false (fm_clock_pair_is_pure (&p, 1500, 200000));
+    p.tx_ns[1] = INT64_MIN; /* gap overflows */
+    assert_false (fm_clock_pair_is_pure (&p, 1500, 200000));
+    assert_false (fm_clock_pair_is_pure (NULL, 1500, 200000));
+}
+
+/* Queued pairs are rejected and counted, pure ones kept. */
+static void test_huygens_filters_queued (void **state)
+{
+    fm_clock_est_t *est = fm_clock_est_create (FM_CLOCK_EST_HUYGENS, NULL, NULL);
+    fm_clock_stats_t st;
+    fm_clock_sample_t s = {.type = FM_CLOCK_SAMPLE_PAIR};
+    int kept = 0;
+
+    assert_non_null (est);
+    rng_state = 11;
+    for (int i = 0; i < 1000; i++) {
+        int64_t t = T0 + i * 1000000LL;
+        /* half the pairs: the second probe waits behind cross traffic */
+        int64_t q = i % 2 ? 2000 + (int64_t)rng_exp (5000.) : 0;
+
+        s.pair.dir = i % 3 ? FM_CLOCK_DIR_OUT : FM_CLOCK_DIR_IN;
+        s.pair.tx_ns[0] = t;
+        s.pair.tx_ns[1] = t + 10000;
+        s.pair.rx_ns[0] = t + 50000;
+        s.pair.rx_ns[1] = t + 60000 + q;
+        kept += fm_clock_est_add (est, &s);
+    }
+    fm_clock_est_stats (est, &st);
+    assert_int_equal (kept, 500);
+    assert_int_equal (st.accepted, 500);
+    assert_int_equal (st.impure, 500);
+    assert_int_equal (st.invalid, 0);
+
+    /* wrong sample type, bad direction, overflowing stamps: invalid, not error */
+    fm_clock_sample_t x = {.type = FM_CLOCK_SAMPLE_EXCHANGE};
+    assert_int_equal (fm_clock_est_add (est, &x), 0);
+    s.pair.dir = 5;
+    assert_int_equal (fm_clock_est_add (est, &s), 0);
+    s.pair.dir = FM_CLOCK_DIR_IN;
+    s.pair.tx_ns[0] = INT64_MIN;
+    assert_int_equal (fm_clock_est_add (est, &s), 0);
+    fm_clock_est_stats (est, &st);
+    assert_int_equal (st.invalid, 3);
+    fm_clock_est_destroy (est);
+}
+
+/* Why the pairs: a late TX timestamp (taken after the packet left) makes a
+ * probe look faster than the wire, below the true envelope, which no
+ * lower-envelope fit survives. The gap test catches it because it moves one
+ * probe's stamp, not both. 10 % of this node's pairs have probe 0 stamped 8 us late
+ * (less than the 10 us gap, so the gaps stay positive). A corruption smaller
+ * than the guard would pass: the guard caps the damage.
+ */
+static double late_stamp_error (int64_t guard_ns)
+{
+    fm_clock_config_t cfg;
+    fm_clock_est_t *est;
+    fm_clock_estimate_t e;
+    int64_t now = T0 + 2000000000LL;
+    double err;
+
+    fm_clock_config_default (&cfg);
+    cfg.guard_ns = guard_ns;
+    est = fm_clock_est_create (FM_CLOCK_EST_HUYGENS, &cfg, NULL);
+    assert_non_null (est);
+    rng_state = 31;
+    for (double t = 0; t < 2e9; t += 8e6) {
+        for (int dir = 0; dir < 2; dir++) {
+            fm_clock_sample_t smp = sim_pair (&sim_default, dir, t + dir * 4e6);
+            if (dir == FM_CLOCK_DIR_OUT && rng_uniform () < 0.1) {
+                smp.pair.tx_ns[0] += 8000;
+            }
+            assert_true (fm_clock_est_add (est, &smp) >= 0);
+        }
+    }
+    assert_int_equal (fm_clock_est_estimate (est, now, &e), 0);
+    err = (double)e.offset_ns - theta_at (&sim_default, now);
+    fm_clock_est_destroy (est);
+    return err;
+}
+
+static void test_huygens_filter_matters (void **state)
+{
+    /* with the guard at 1.5 us the late stamps are filtered out */
+    assert_true (fabs (late_stamp_error (1500)) < 50.);
+    /* a guard wider than the lateness lets them in: theta is half the
+     * lateness, 4 us, off
+     */
+    assert_true (fabs (late_stamp_error (10000) + 4000.) < 500.);
+}
+
+/* The acceptance case: known offset and drift, 1 us queueing, 2 % large
+ * outliers, stamp noise; a few hundred samples per direction over 2 s.
+ */
+static void check_huygens_accuracy (const struct sim *s, uint64_t seed, double *err_out)
+{
+    fm_clock_est_t *est = fm_clock_est_create (FM_CLOCK_EST_HUYGENS, NULL, NULL);
+    fm_clock_estimate_t e;
+    fm_clock_stats_t st;
+    int64_t now = T0 + 2000000000LL;
+    double err;
+
+    assert_non_null (est);
+    rng_state = seed;
+    sim_feed (est, s, 0., 2e9, 8e6); /* 250 pairs per direction */
+    assert_int_equal (fm_clock_est_estimate (est, now, &e), 0);
+    assert_true (e.valid);
+    assert_string_equal (e.why, "ok");
+    assert_int_equal (e.at_ns, now);
+    fm_clock_est_stats (est, &st);
+    assert_true (st.impure > 0);
+    assert_true (e.samples[0] > 150 && e.samples[1] > 150);
+
+    err = (double)e.offset_ns - theta_at (s, now);
+    assert_true (fabs (err) < 50.);
+    assert_true (fabs (e.drift_ppb - s->drift * 1e9) < 100.);
+    /* the bound covers the error and stays small */
+    assert_true (fabs (err) <= (double)e.bound_ns);
+    assert_true (e.bound_ns < 1000);
+    assert_true (fabs ((double)e.owd_ns - s->owd_ns[0]) < 100.);
+    *err_out = err;
+    fm_clock_est_destroy (est);
+}
+
+static void test_huygens_accuracy (void **state)
+{
+    double err, worst = 0.;
+
+    for (uint64_t seed = 1; seed <= 20; seed++) {
+        check_huygens_accuracy (&sim_default, seed, &err);
+        worst = fmax (worst, fabs (err));
+    }
+    print_message ("# huygens: worst |offset error| over 20 seeds %.1f ns\n", worst);
+}
+
+/* Negative offset and drift, a slow peer; and equal stamps on large clocks. */
+static void test_huygens_accuracy_negative (void **state)
+{
+    struct sim s = sim_default;
+    double err;
+
+    s.off_ns = -8.5e9;
+    s.drift = -29e-6;
+    check_huygens_accuracy (&s, 99, &err);
+}
+
+/* An asymmetric path is invisible pairwise: the estimate is off by half the
+ * asymmetry (what the network effect's loop residuals expose).
+ */
+static void test_huygens_asymmetry_bias (void **state)
+{
+    fm_clock_est_t *est = fm_clock_est_create (FM_CLOCK_EST_HUYGENS, NULL, NULL);
+    struct sim s = sim_default;
+    fm_clock_estimate_t e;
+    int64_t now = T0 + 2000000000LL;
+    double err;
+
+    s.owd_ns[FM_CLOCK_DIR_OUT] += 3000.;
+    rng_state = 5;
+    sim_feed (est, &s, 0., 2e9, 8e6);
+    assert_int_equal (fm_clock_est_estimate (est, now, &e), 0);
+    err = (double)e.offset_ns - theta_at (&s, now);
+    assert_true (fabs (err - 1500.) < 50.);
+    fm_clock_est_destroy (est);
+}
+
+static void test_huygens_refuses (void **state)
+{
+    fm_clock_est_t *est = fm_clock_est_create (FM_CLOCK_EST_HUYGENS, NULL, NULL);
+    fm_clock_estimate_t e;
+    int64_t now = T0 + 2000000000LL;
+
+    assert_non_null (est);
+    /* nothing at all */
+    errno = 0;
+    assert_int_equal (fm_clock_est_estimate (est, now, &e), -1);
+    assert_int_equal (errno, EAGAIN);
+    assert_false (e.valid);
+    assert_non_null (strstr (e.why, "too few"));
+
+    /* plenty out, 10 in: still too few in one direction */
+    rng_state = 3;
+    for (int i = 0; i < 200; i++) {
+        fm_clock_sample_t s = sim_pair (&sim_default, FM_CLOCK_DIR_OUT, i * 1e7);
+        fm_clock_est_add (est, &s);
+    }
+    for (int i = 0; i < 10; i++) {
+        fm_clock_sample_t s = sim_pair (&sim_default, FM_CLOCK_DIR_IN, 1e9 + i * 1e7);
+        fm_clock_est_add (est, &s);
+    }
+    errno = 0;
+    assert_int_equal (fm_clock_est_estimate (est, now, &e), -1);
+    assert_int_equal (errno, EAGAIN);
+    assert_true (e.samples[0] > 100);
+    assert_true (e.samples[1] <= 10);
+    assert_non_null (strstr (e.why, "too few"));
+
+    /* enough in samples, but all within 100 ms: too short a span */
+    fm_clock_est_reset (est);
+    for (int i = 0; i < 200; i++) {
+        fm_clock_sample_t s = sim_pair (&sim_default, FM_CLOCK_DIR_OUT, i * 1e7);
+        fm_clock_est_add (est, &s);
+    }
+    for (int i = 0; i < 40; i++) {
+        fm_clock_sample_t s =
+            sim_pair (&sim_default, FM_CLOCK_DIR_IN, 1.9e9 + i * 2.5e6);
+        fm_clock_est_add (est, &s);
+    }
+    assert_int_equal (fm_clock_est_estimate (est, now, &e), -1);
+    assert_non_null (strstr (e.why, "span"));
+
+    /* filling the in direction too makes it valid ... */
+    fm_clock_est_reset (est);
+    rng_state = 4;
+    sim_feed (est, &sim_default, 0., 2e9, 8e6);
+    assert_int_equal (fm_clock_est_estimate (est, now, &e), 0);
+    /* ... until the window has moved on past the samples */
+    assert_int_equal (fm_clock_est_estimate (est, now + 3000000000LL, &e), -1);
+    assert_non_null (strstr (e.why, "too few"));
+
+    /* after reset nothing is left */
+    fm_clock_est_reset (est);
+    assert_int_equal (fm_clock_est_estimate (est, now, &e), -1);
+    fm_clock_est_destroy (est);
+}
+
+/* Impossible timestamps (a negative round trip) are refused, not fitted. */
+static void test_huygens_refuses_inconsistent (void **state)
+{
+    fm_clock_est_t *est = fm_clock_est_create (FM_CLOCK_EST_HUYGENS, NULL, NULL);
+    struct sim s = sim_default;
+    fm_clock_estimate_t e;
+
+    s.owd_ns[0] = -30000.;
+    s.owd_ns[1] = 0.;
+    s.queue_ns = 1.;
+    s.outlier_p = 0.;
+    rng_state = 8;
+    sim_feed (est, &s, 0., 2e9, 8e6);
+    assert_int_equal (fm_clock_est_estimate (est, T0 + 2000000000LL, &e), -1);
+    assert_non_null (strstr (e.why, "negative margin"));
+    fm_clock_est_destroy (est);
+}
+
+/* The window forgets old samples; capacity caps memory. */
+static void test_huygens_window_capacity (void **state)
+{
+    fm_clock_config_t cfg;
+    fm_clock_est_t *est;
+    fm_clock_stats_t st;
+    fm_clock_estimate_t e;
+
+    fm_clock_config_default (&cfg);
+    cfg.capacity = 64;
+    est = fm_clock_est_create (FM_CLOCK_EST_HUYGENS, &cfg, NULL);
+    assert_non_null (est);
+    rng_state = 9;
+    sim_feed (est, &sim_default, 0., 2e9, 8e6);
+    fm_clock_est_stats (est, &st);
+    assert_true (st.expired >= st.accepted - 2 * 64);
+    assert_int_equal (fm_clock_est_estimate (est, T0 + 2000000000LL, &e), 0);
+    assert_true (e.samples[0] <= 64 && e.samples[1] <= 64);
+    fm_clock_est_destroy (est);
+
+    /* a 1 s window: samples older than 1 s before the newest are gone */
+    fm_clock_config_default (&cfg);
+    cfg.window_ns = 1000000000LL;
+    est = fm_clock_est_create (FM_CLOCK_EST_HUYGENS, &cfg, NULL);
+    assert_non_null (est);
+    sim_feed (est, &sim_default, 0., 4e9, 8e6);
+    fm_clock_est_stats (est, &st);
+    assert_true (st.expired > 0);
+    assert_int_equal (fm_clock_est_estimate (est, T0 + 4000000000LL, &e), 0);
+    assert_true (e.samples[0] <= 126 && e.samples[1] <= 126);
+    assert_true (fabs ((double)e.offset_ns - theta_at (&sim_default, T0 + 4000000000LL))
+                 < 50.);
+    fm_clock_est_destroy (est);
+}
+
+static fm_clock_sample_t
+exchange (const struct sim *s, double rel, double q_out, double q_in)
+{
+    fm_clock_sample_t smp = {.type = FM_CLOCK_SAMPLE_EXCHANGE};
+    double t2 = rel + s->owd_ns[0] + q_out;
+    double t3 = t2 + 5000.;
+    double t4 = t3 + s->owd_ns[1] + q_in;
+
+    smp.exchange.t1 = T0 + llround (rel);
+    smp.exchange.t2 = T0 + llround (peer_clock (s, t2));
+    smp.exchange.t3 = T0 + llround (peer_clock (s, t3));
+    smp.exchange.t4 = T0 + llround (t4);
+    return smp;
+}
+
+static void test_naive (void **state)
+{
+    fm_clock_est_t *est = fm_clock_est_create (FM_CLOCK_EST_NAIVE, NULL, NULL);
+    fm_clock_estimate_t e;
+    fm_clock_stats_t st;
+    int64_t now = T0 + 2000000000LL;
+    double err;
+
+    assert_non_null (est);
+    rng_state = 21;
+    for (int i = 0; i < 200; i++) {
+        fm_clock_sample_t x =
+            exchange (&sim_default, i * 1e7, rng_exp (5000.), rng_exp (5000.));
+        assert_int_equal (fm_clock_est_add (est, &x), 1);
+    }
+    assert_int_equal (fm_clock_est_estimate (est, now, &e), 0);
+    assert_int_equal (e.samples[0], 200);
+    err = (double)e.offset_ns - theta_at (&sim_default, now);
+    /* right to within its own bound, the bound is about half the min RTT */
+    assert_true (fabs (err) <= (double)e.bound_ns);
+    assert_true (e.owd_ns >= 20000 && e.owd_ns < 21000);
+    /* drift from the two halves, to within the bound's own slope error */
+    assert_true (fabs (e.drift_ppb - 12500.) < 25000.);
+
+    /* a pair sample or an impossible exchange is rejected */
+    fm_clock_sample_t p = {.type = FM_CLOCK_SAMPLE_PAIR};
+    assert_int_equal (fm_clock_est_add (est, &p), 0);
+    fm_clock_sample_t bad = exchange (&sim_default, 0., 0., 0.);
+    bad.exchange.t4 = bad.exchange.t1 - 1;
+    assert_int_equal (fm_clock_est_add (est, &bad), 0);
+    bad = exchange (&sim_default, 0., 0., 0.);
+    bad.exchange.t3 = bad.exchange.t2 - 1;
+    assert_int_equal (fm_clock_est_add (est, &bad), 0);
+    bad.exchange.t3 = INT64_MAX;
+    bad.exchange.t4 = INT64_MIN;
+    assert_int_equal (fm_clock_est_add (est, &bad), 0);
+    fm_clock_est_stats (est, &st);
+    assert_int_equal (st.accepted, 200);
+    assert_int_equal (st.invalid, 4);
+    fm_clock_est_destroy (est);
+}
+
+/* With a single idle moment the min-RTT exchange is exact: offset within a ns. */
+static void test_naive_min_rtt_choice (void **state)
+{
+    fm_clock_est_t *est = fm_clock_est_create (FM_CLOCK_EST_NAIVE, NULL, NULL);
+    fm_clock_estimate_t e;
+    int64_t now = T0 + 1000000000LL;
+    struct sim s = sim_default;
+
+    s.drift = 0.;
+    assert_non_null (est);
+    for (int i = 0; i < 100; i++) {
+        /* all queued asymmetrically, except exchange 42 */
+        double q = i == 42 ? 0. : 3000. + i;
+        fm_clock_sample_t x = exchange (&s, i * 1e7, q, 3. * q);
+        assert_int_equal (fm_clock_est_add (est, &x), 1);
+    }
+    assert_int_equal (fm_clock_est_estimate (est, now, &e), 0);
+    assert_true (llabs (e.offset_ns - (int64_t)s.off_ns) <= 1);
+    assert_int_equal (e.owd_ns, 20000);
+
+    /* too few exchanges: refused */
+    fm_clock_est_reset (est);
+    fm_clock_sample_t x = exchange (&s, 0., 0., 0.);
+    fm_clock_est_add (est, &x);
+    errno = 0;
+    assert_int_equal (fm_clock_est_estimate (est, now, &e), -1);
+    assert_int_equal (errno, EAGAIN);
+    assert_non_null (strstr (e.why, "too few"));
+    fm_clock_est_destroy (est);
+}
+
+/* Hostile timestamps (a peer may send anything): nothing overflows or
+ * crashes, and whatever is reported is a number with a non-negative bound.
+ */
+static void test_garbage_input (void **state)
+{
+    fm_clock_config_t cfg;
+    fm_clock_est_t *hy, *nv;
+
+    fm_clock_config_default (&cfg);
+    cfg.min_samples = 2;
+    cfg.min_span_ns = 0;
+    cfg.guard_ns = cfg.window_ns;
+    cfg.max_gap_ns = cfg.window_ns;
+    hy = fm_clock_est_create (FM_CLOCK_EST_HUYGENS, &cfg, NULL);
+    nv = fm_clock_est_create (FM_CLOCK_EST_NAIVE, &cfg, NULL);
+    assert_non_null (hy);
+    assert_non_null (nv);
+    rng_state = 77;
+    for (int round = 0; round < 200; round++) {
+        /* half wild, half plausible-but-extreme values */
+        int wild = round % 2;
+        int64_t base = wild ? (int64_t)rng_u64 () : T0;
+        for (int i = 0; i < 64; i++) {
+            fm_clock_sample_t s = {.type = FM_CLOCK_SAMPLE_PAIR};
+            int64_t t = base + (int64_t)(rng_u64 () % 2000000000ULL);
+            int64_t off = wild ? (int64_t)rng_u64 () : (int64_t)(rng_u64 () >> 2);
+
+            s.pair.dir = (int)(rng_u64 () % 2);
+            s.pair.tx_ns[0] = t;
+            s.pair.tx_ns[1] = t + 1000;
+            s.pair.rx_ns[0] = wild ? (int64_t)rng_u64 () : t + off;
+            s.pair.rx_ns[1] = s.pair.rx_ns[0] + 1000;
+            assert_true (fm_clock_est_add (hy, &s) >= 0);
+
+            fm_clock_sample_t x = {.type = FM_CLOCK_SAMPLE_EXCHANGE};
+            x.exchange.t1 = t;
+            x.exchange.t2 = wild ? (int64_t)rng_u64 () : t + off;
+            x.exchange.t3 = x.exchange.t2 + (int64_t)(rng_u64 () % 1000);
+            x.exchange.t4 = t + (int64_t)(rng_u64 () % 100000);
+            assert_true (fm_clock_est_add (nv, &x) >= 0);
+        }
+        for (int k = 0; k < 2; k++) {
+            fm_clock_estimate_t e;
+            int64_t now = base + 2000000000LL;
+
+            if (fm_clock_est_estimate (k ? hy : nv, now, &e) == 0) {
+                assert_true (e.bound_ns >= 0);
+                assert_true (isfinite (e.drift_ppb));
+            } else {
+                assert_non_null (e.why);
+            }
+        }
+        fm_clock_est_reset (hy);
+        fm_clock_est_reset (nv);
+    }
+    fm_clock_est_destroy (hy);
+    fm_clock_est_destroy (nv);
+}
+
+int main (void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test (test_config),
+        cmocka_unit_test (test_type_parse),
+        cmocka_unit_test (test_fit_exact),
+        cmocka_unit_test (test_fit_hull_contacts),
+        cmocka_unit_test (test_fit_errors),
+        cmocka_unit_test (test_fit_optimal_random),
+        cmocka_unit_test (test_pair_purity),
+        cmocka_unit_test (test_huygens_filters_queued),
+        cmocka_unit_test (test_huygens_filter_matters),
+        cmocka_unit_test (test_huygens_accuracy),
+        cmocka_unit_test (test_huygens_accuracy_negative),
+        cmocka_unit_test (test_huygens_asymmetry_bias),
+        cmocka_unit_test (test_huygens_refuses),
+        cmocka_unit_test (test_huygens_refuses_inconsistent),
+        cmocka_unit_test (test_huygens_window_capacity),
+        cmocka_unit_test (test_naive),
+        cmocka_unit_test (test_naive_min_rtt_choice),
+        cmocka_unit_test (test_garbage_input),
+    };
+    return cmocka_run_group_tests (tests, NULL, NULL);
+}
