@@ -9,8 +9,11 @@ AC_DEFUN([X_AC_SLURM], [
   SLURM_CPPFLAGS=
   SLURM_LIBS=
   AS_IF([test "x$with_slurm" != xno], [
-    AS_CASE([$with_slurm], [yes|check], [], [SLURM_CPPFLAGS="-I$with_slurm/include"
-                                              SLURM_LDFLAGS="-L$with_slurm/lib"])
+    AS_CASE([$with_slurm], [yes|check], [],
+      [AS_IF([test -f "$with_slurm/include/slurm/spank.h"], [],
+         [AC_MSG_ERROR([--with-slurm=$with_slurm given but slurm/spank.h was not found in $with_slurm/include])])
+       SLURM_CPPFLAGS="-I$with_slurm/include"
+       SLURM_LDFLAGS="-L$with_slurm/lib"])
     save_CPPFLAGS=$CPPFLAGS; CPPFLAGS="$CPPFLAGS $SLURM_CPPFLAGS"
     AC_CHECK_HEADERS([slurm/spank.h], [x_ac_have_slurm=yes],
       [x_ac_slurm_why="(slurm/spank.h not found: install libslurm-dev or pass --with-slurm=PATH)"])
@@ -25,6 +28,15 @@ AC_DEFUN([X_AC_SLURM], [
     AS_IF([test "x$with_slurm" != xcheck && test "x$x_ac_have_slurm" != xyes],
       [AC_MSG_ERROR([--with-slurm given but slurm/spank.h was not found])])
   ], [x_ac_slurm_why="(disabled by --without-slurm)"])
+  AC_ARG_WITH([slurm-plugindir],
+    [AS_HELP_STRING([--with-slurm-plugindir=DIR],
+      [where Slurm loads plugins from (default: Debian's LIBDIR/slurm-wlm when present, else LIBDIR/slurm)])],
+    [slurm_plugindir=$withval],
+    [x_ac_multiarch=`$CC -print-multiarch 2>/dev/null`
+     AS_IF([test -n "$x_ac_multiarch" && test -d "/usr/lib/$x_ac_multiarch/slurm-wlm"],
+       [slurm_plugindir="\${libdir}/slurm-wlm"],
+       [slurm_plugindir="\${libdir}/slurm"])])
+  AC_SUBST([slurm_plugindir])
   AC_SUBST([SLURM_CPPFLAGS])
   AC_SUBST([SLURM_LIBS])
   AM_CONDITIONAL([HAVE_SLURM], [test "x$x_ac_have_slurm" = xyes])

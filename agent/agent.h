@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later
+ * Copyright (C) 2026 The fabric-monitor authors
+ */
+#ifndef FM_AGENT_AGENT_H
+#define FM_AGENT_AGENT_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+/* Peers probed when the job has more nodes than this (plus one). */
+#define FM_AGENT_ALL_PEERS_MAX 16
+#define FM_AGENT_RANDOM_PEERS 10
+
+typedef struct {
+    const char *daemon_url;
+    uint64_t job_id;
+    const char *node;         /* our name in the job's node list */
+    const char *job_nodes;    /* hostlist expression */
+    uid_t user_id;            /* the job's owner */
+    const char *munge_socket; /* NULL: munge's default */
+    const char *statedir;     /* spool lives in statedir/spool */
+    double rate;              /* probes/s per peer */
+    int64_t window_ns;        /* 0: the daemon's report window */
+    int port;                 /* UDP probe port, 0: any */
+    const char *bind_addr;    /* NULL: the address our node name resolves to */
+    unsigned random_peers;    /* K for jobs over FM_AGENT_ALL_PEERS_MAX + 1 nodes */
+    int64_t clock_offset_ns;  /* test only: simulated clock error of this node */
+    int64_t flush_ns;         /* on SIGTERM, try this long to deliver the spool */
+} fm_agent_cfg_t;
+
+/* Run until SIGTERM/SIGINT: register, probe, report every window, and on the
+ * signal close the last window and try to deliver everything spooled.
+ * Returns the exit status (0 after a clean stop), with err on startup errors.
+ */
+int fm_agent_run (const fm_agent_cfg_t *cfg, fm_error_t *err);
+
+/* Choose which node indices of n to probe from `self`: every other node when
+ * n - 1 <= FM_AGENT_ALL_PEERS_MAX, else k distinct random ones, always
+ * including index 0 (the clock reference). Returns the count written to out
+ * (capacity n).
+ */
+size_t fm_agent_pick_targets (size_t n, uint16_t self, unsigned k, uint16_t *out);
+
+#endif /* FM_AGENT_AGENT_H */

@@ -1,0 +1,948 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later
+ * Copyright (C) 2026 The fabric-monitor authors
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <linux/errqueue.h>
+#include <linux/sockios.h>
+#include <linux/net_tstamp.h>
+#include <sodium.h>
+#include <sys/socket.h>
+
+#include "engine.h"
+#include "log.h"
+#include "timeutil.h"
+
+/* Outstanding requests per target. Must exceed rate * timeout. */
+#define RING_SIZE 2048
+/* Transmit stamps not yet read back; stamps arrive within microseconds. */
+#define TXQ_SIZE 1024
+/* A kernel transmit stamp taken this long after the send is not ours. */
+#define TX_STAMP_SLACK_NS (100LL * 1000 * 1000)
+
+typedef struct {
+    uint64_t seq;
+    int64_t sent_mono;
+    int64_t t1, t2, t4;
+    bool t1_hw, t2_hw, t4_hw;
+    bool used;
+    bool have_t1;
+    bool replied;
+    bool resolved; /* replied or counted lost */
+    bool sampled;
+} req_t;
+
+typedef struct {
+    uint16_t index;
+    int64_t next_send;
+    int64_t interval;
+    uint64_t next_seq;
+    uint64_t oldest; /* lowest seq not yet resolved */
+    bool have_max_reply;
+    uint64_t max_reply_seq;
+    bool have_peer_epoch;
+    uint32_t peer_epoch;
+    bool gone;               /* it said bye: neither probed nor counted */
+    uint32_t gone_epoch;     /* the epoch that said it */
+    bool answered;           /* a reply arrived since the address became known */
+    uint64_t first_answered; /* the seq of that first reply */
+    int64_t grace_until;     /* monotonic; see startup_grace_ns */
+    fm_linkwin_t *win;
+    req_t *ring;
+} target_t;
+
+/* What we know about requests arriving from one node (responder side). */
+typedef struct {
+    bool active;
+    uint32_t epoch;
+    uint64_t rx_count;
+    uint64_t rx_reorder;
+    uint64_t max_seq;
+    bool have_t3;
+    bool t3_hw;
+    uint64_t t3_seq;
+    int64_t t3;
+} requester_t;
+
+typedef enum { TX_REQUEST = 1, TX_REPLY = 2, TX_BYE = 3 } tx_kind_t;
+
+typedef struct {
+    uint32_t id;
+    bool used;
+    tx_kind_t kind;
+    uint16_t node; /* target index (request) or node index (reply) */
+    uint64_t seq;
+    uint32_t epoch; /* reply: the requester epoch answered */
+    int64_t tx_user;
+} txent_t;
+
+struct fm_engine {
+    fm_engine_cfg_t cfg;
+    int fd;
+    int family;
+    int port;
+    bool hw; /* the NIC stamps in hardware: prefer its stamps */
+    char ifname[IF_NAMESIZE];
+    bool started;
+    uint64_t job_id;
+    uint8_t key[FM_PROBE_KEY_SIZE];
+    uint32_t epoch;
+    uint16_t my_index;
+    fm_node_t *nodes;
+    size_t nnodes;
+    requester_t *requesters;
+    target_t *targets;
+    size_t ntargets;
+    uint32_t tx_next_id;
+    txent_t txq[TXQ_SIZE];
+    fm_engine_counters_t cnt;
+    fm_ratelimit_t rl[FM_WIRE_NREASONS];
+    fm_ratelimit_t rl_send;
+};
+
+static int64_t real_now (const fm_engine_t *e)
+{
+    return fm_time_real_ns () + e->cfg.clock_offset_ns;
+}
+
+static int enable_timestamps (int fd, bool with_id, bool hw)
+{
+    int flags = SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_RX_SOFTWARE
+                | SOF_TIMESTAMPING_SOFTWARE | SOF_TIMESTAMPING_OPT_TSONLY;
+
+    if (with_id) {
+        flags |= SOF_TIMESTAMPING_OPT_ID;
+    }
+    if (hw) {
+        flags |= SOF_TIMESTAMPING_TX_HARDWARE | SOF_TIMESTAMPING_RX_HARDWARE
+                 | SOF_TIMESTAMPING_RAW_HARDWARE;
+    }
+    return setsockopt (fd, SOL_SOCKET, SO_TIMESTAMPING, &flags, sizeof (flags));
+}
+
+/* The interface holding addr, into ifname. -1 when none does (a wildcard). */
+static int find_ifname (const struct sockaddr *addr, char *ifname)
+{
+    struct ifaddrs *ifa, *i;
+    int ret = -1;
+
+    if (getifaddrs (&ifa) < 0) {
+        return -1;
+    }
+    for (i = ifa; i && ret < 0; i = i->ifa_next) {
+        if (!i->ifa_addr || i->ifa_addr->sa_family != addr->sa_family) {
+            continue;
+        }
+        if ((addr->sa_family == AF_INET
+             && ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr
+                    == ((const struct sockaddr_in *)addr)->sin_addr.s_addr)
+            || (addr->sa_family == AF_INET6
+                && memcmp (&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr,
+                           &((const struct sockaddr_in6 *)addr)->sin6_addr,
+                           sizeof (struct in6_addr))
+                       == 0)) {
+            snprintf (ifname, IF_NAMESIZE, "%s", i->ifa_name);
+            ret = 0;
+        }
+    }
+    freeifaddrs (ifa);
+    return ret;
+}
+
+/* Whether the NIC of ifname already stamps every packet in hardware. We
+ * never change the NIC's setting ourselves (SIOCSHWTSTAMP): it is shared by
+ * the whole node, and ptp4l or another tool may own it. An admin enables it
+ * with `hwstamp_ctl -i IF -t 1 -r 1`.
+ */
+static bool hw_stamping_on (int fd, const char *ifname)
+{
+    struct hwtstamp_config hc = {0};
+    struct ifreq ifr;
+
+    memset (&ifr, 0, sizeof (ifr));
+    snprintf (ifr.ifr_name, sizeof (ifr.ifr_name), "%s", ifname);
+    ifr.ifr_data = (void *)&hc;
+    if (ioctl (fd, SIOCGHWTSTAMP, &ifr) < 0) {
+        return false;
+    }
+    return hc.tx_type == HWTSTAMP_TX_ON && hc.rx_filter == HWTSTAMP_FILTER_ALL;
+}
+
+/* The stamp of a control message: the NIC's when we use hardware stamps
+ * and it gave one, else the kernel's software stamp.
+ */
+static bool pick_stamp (const fm_engine_t *e,
+                        const struct scm_timestamping *sts,
+                        int64_t *ts,
+                        bool *hw)
+{
+    if (e->hw && (sts->ts[2].tv_sec != 0 || sts->ts[2].tv_nsec != 0)) {
+        *ts = fm_timespec_to_ns (&sts->ts[2]) + e->cfg.clock_offset_ns;
+        *hw = true;
+        return true;
+    }
+    *ts = fm_timespec_to_ns (&sts->ts[0]) + e->cfg.clock_offset_ns;
+    *hw = false;
+    return sts->ts[0].tv_sec != 0 || sts->ts[0].tv_nsec != 0;
+}
+
+fm_engine_t *fm_engine_create (const fm_engine_cfg_t *cfg,
+                               const struct sockaddr *addr,
+                               socklen_t addrlen,
+                               fm_error_t *err)
+{
+    fm_engine_t *e;
+    struct sockaddr_storage ss;
+    socklen_t sslen = sizeof (ss);
+
+    if (!cfg || !addr || !(cfg->rate > 0 && cfg->rate <= FM_ENGINE_MAX_RATE)
+        || cfg->timeout_ns <= 0 || cfg->max_samples == 0
+        || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6)) {
+        errno = EINVAL;
+        fm_errprintf (err, "invalid probe engine configuration");
+        return NULL;
+    }
+    if (!(e = calloc (1, sizeof (*e)))) {
+        fm_errprintf (err, "out of memory");
+        return NULL;
+    }
+    e->cfg = *cfg;
+    e->family = addr->sa_family;
+    e->fd = socket (addr->sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (e->fd < 0) {
+        fm_errprintf (err, "socket: %s", strerror (errno));
+        goto error;
+    }
+    if (bind (e->fd, addr, addrlen) < 0) {
+        fm_errprintf (err, "bind: %s", strerror (errno));
+        goto error;
+    }
+    if (find_ifname (addr, e->ifname) == 0) {
+        e->hw = hw_stamping_on (e->fd, e->ifname);
+    }
+    if (enable_timestamps (e->fd, true, e->hw) < 0) {
+        fm_errprintf (err, "SO_TIMESTAMPING: %s", strerror (errno));
+        goto error;
+    }
+    if (getsockname (e->fd, (struct sockaddr *)&ss, &sslen) < 0) {
+        fm_errprintf (err, "getsockname: %s", strerror (errno));
+        goto error;
+    }
+    e->port = ntohs (ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+                                             : ((struct sockaddr_in6 *)&ss)->sin6_port);
+    /* A restarted agent must not be confused with its previous life. */
+    e->epoch = randombytes_random ();
+    for (int i = 0; i < FM_WIRE_NREASONS; i++) {
+        e->rl[i] = (fm_ratelimit_t)FM_RATELIMIT_INIT (60, 1);
+    }
+    e->rl_send = (fm_ratelimit_t)FM_RATELIMIT_INIT (60, 1);
+    return e;
+error:
+    fm_engine_destroy (e);
+    return NULL;
+}
+
+void fm_engine_destroy (fm_engine_t *e)
+{
+    if (e) {
+        int saved = errno;
+        if (e->fd >= 0) {
+            close (e->fd);
+        }
+        for (size_t i = 0; i < e->ntargets; i++) {
+            fm_linkwin_destroy (e->targets[i].win);
+            free (e->targets[i].ring);
+        }
+        free (e->targets);
+        free (e->requesters);
+        free (e->nodes);
+        sodium_memzero (e->key, sizeof (e->key));
+        free (e);
+        errno = saved;
+    }
+}
+
+int fm_engine_fd (const fm_engine_t *e)
+{
+    return e->fd;
+}
+
+int fm_engine_port (const fm_engine_t *e)
+{
+    return e->port;
+}
+
+int fm_engine_start (fm_engine_t *e,
+                     uint64_t job_id,
+                     const uint8_t key[FM_PROBE_KEY_SIZE],
+                     const fm_node_t *nodes,
+                     size_t nnodes,
+                     uint16_t my_index,
+                     const uint16_t *targets,
+                     size_t ntargets,
+                     fm_error_t *err)
+{
+    target_t *tv = NULL;
+    fm_node_t *nv = NULL;
+    requester_t *rv = NULL;
+    int64_t now = fm_time_mono_ns ();
+    int64_t interval = (int64_t)(1e9 / e->cfg.rate);
+
+    if (e->started) {
+        errno = EINVAL;
+        return fm_errprintf (err, "probe engine already started");
+    }
+    if (nnodes == 0 || nnodes > FM_ENGINE_MAX_NODES || my_index >= nnodes
+        || ntargets >= nnodes) {
+        errno = EINVAL;
+        return fm_errprintf (err,
+                             "invalid node list (%zu nodes, index %u, %zu targets)",
+                             nnodes,
+                             my_index,
+                             ntargets);
+    }
+    for (size_t i = 0; i < nnodes; i++) {
+        if (nodes[i].addr.ss_family != AF_UNSPEC
+            && nodes[i].addr.ss_family != e->family) {
+            errno = EINVAL;
+            return fm_errprintf (
+                err, "node %s: address family differs from ours", nodes[i].name);
+        }
+    }
+    if (!(nv = calloc (nnodes, sizeof (*nv))) || !(rv = calloc (nnodes, sizeof (*rv)))
+        || (ntargets > 0 && !(tv = calloc (ntargets, sizeof (*tv))))) {
+        goto nomem;
+    }
+    memcpy (nv, nodes, nnodes * sizeof (*nv));
+    for (size_t i = 0; i < ntargets; i++) {
+        if (targets[i] >= nnodes || targets[i] == my_index) {
+            errno = EINVAL;
+            fm_errprintf (err, "invalid target index %u", targets[i]);
+            goto fail;
+        }
+        tv[i].index = targets[i];
+        tv[i].interval = interval;
+        /* random phases keep the nodes of a job from probing in lock step */
+        tv[i].next_send = now + (int64_t)randombytes_uniform ((uint32_t)interval);
+        tv[i].grace_until = now + e->cfg.startup_grace_ns;
+        if (!(tv[i].win = fm_linkwin_create (e->cfg.max_samples))
+            || !(tv[i].ring = calloc (RING_SIZE, sizeof (req_t)))) {
+            ntargets = i + 1;
+            goto nomem;
+        }
+    }
+    e->job_id = job_id;
+    memcpy (e->key, key, FM_PROBE_KEY_SIZE);
+    e->nodes = nv;
+    e->nnodes = nnodes;
+    e->requesters = rv;
+    e->targets = tv;
+    e->ntargets = ntargets;
+    e->my_index = my_index;
+    e->started = true;
+    return 0;
+nomem:
+    errno = ENOMEM;
+    fm_errprintf (err, "out of memory");
+fail:
+    for (size_t i = 0; tv && i < ntargets; i++) {
+        fm_linkwin_destroy (tv[i].win);
+        free (tv[i].ring);
+    }
+    free (tv);
+    free (rv);
+    free (nv);
+    return -1;
+}
+
+int64_t fm_engine_deadline (const fm_engine_t *e)
+{
+    int64_t d = INT64_MAX;
+
+    for (size_t i = 0; i < e->ntargets; i++) {
+        const target_t *t = &e->targets[i];
+        if (t->next_send < d) {
+            d = t->next_send;
+        }
+        if (t->oldest < t->next_seq) {
+            const req_t *r = &t->ring[t->oldest % RING_SIZE];
+            if (r->sent_mono + e->cfg.timeout_ns < d) {
+                d = r->sent_mono + e->cfg.timeout_ns;
+            }
+        }
+    }
+    return d;
+}
+
+/* The kernel numbers every datagram sent with timestamping enabled
+ * (SOF_TIMESTAMPING_OPT_ID); we number them the same way to match the stamps.
+ * A failed send may or may not have consumed a number, so after one the
+ * numbering is restarted: pending stamps are discarded, and the option is
+ * cleared and set again, which resets the kernel's counter to zero.
+ */
+static void read_errqueue (fm_engine_t *e);
+
+static void resync_tx_ids (fm_engine_t *e)
+{
+    /* only the stamps: reading data here would recurse into the sender */
+    read_errqueue (e);
+    for (int i = 0; i < TXQ_SIZE; i++) {
+        if (e->txq[i].used) {
+            e->txq[i].used = false;
+            e->cnt.no_tx_stamp++;
+        }
+    }
+    if (enable_timestamps (e->fd, false, e->hw) < 0
+        || enable_timestamps (e->fd, true, e->hw) < 0) {
+        fm_log_ratelimited (
+            &e->rl_send, LOG_ERR, "SO_TIMESTAMPING: %s", strerror (errno));
+    }
+    e->tx_next_id = 0;
+}
+
+static int send_probe (fm_engine_t *e,
+                       const fm_probe_t *p,
+                       const fm_node_t *to,
+                       tx_kind_t kind,
+                       uint16_t node,
+                       int64_t *tx_user)
+{
+    uint8_t buf[FM_PROBE_SIZE];
+    txent_t *tx;
+
+    if (fm_wire_encode (p, e->key, buf) < 0) {
+        return -1;
+    }
+    *tx_user = real_now (e);
+    if (sendto (e->fd,
+                buf,
+                sizeof (buf),
+                0,
+                (const struct sockaddr *)&to->addr,
+                to->addrlen)
+        < 0) {
+        e->cnt.send_errors++;
+        fm_log_ratelimited (
+            &e->rl_send, LOG_WARNING, "probe to %s: %s", to->name, strerror (errno));
+        resync_tx_ids (e);
+        return -1;
+    }
+    tx = &e->txq[e->tx_next_id % TXQ_SIZE];
+    if (tx->used) {
+        e->cnt.no_tx_stamp++;
+    }
+    *tx = (txent_t){
+        .id = e->tx_next_id,
+        .used = true,
+        .kind = kind,
+        .node = node,
+        .seq = p->seq,
+        .epoch = p->req_epoch,
+        .tx_user = *tx_user,
+    };
+    e->tx_next_id++;
+    return 0;
+}
+
+static void expire (fm_engine_t *e, target_t *t, int64_t now)
+{
+    while (t->oldest < t->next_seq) {
+        req_t *r = &t->ring[t->oldest % RING_SIZE];
+        if (!r->resolved) {
+            if (now - r->sent_mono < e->cfg.timeout_ns
+                && t->next_seq - t->oldest < RING_SIZE) {
+                break;
+            }
+            r->resolved = true;
+            /* sent in the grace time before the peer first answered */
+            if (r->sent_mono < t->grace_until
+                && (!t->answered || r->seq < t->first_answered)) {
+                e->cnt.startup_unanswered++;
+            } else {
+                fm_linkwin_timeout (t->win);
+            }
+        }
+        t->oldest++;
+    }
+}
+
+static void send_request (fm_engine_t *e, size_t ti, int64_t now)
+{
+    target_t *t = &e->targets[ti];
+    req_t *r = &t->ring[t->next_seq % RING_SIZE];
+    fm_probe_t p = {
+        .type = FM_PROBE_REQUEST,
+        .job_id = e->job_id,
+        .src_index = e->my_index,
+        .dst_index = t->index,
+        .epoch = e->epoch,
+        .seq = t->next_seq,
+    };
+    int64_t tx_user;
+
+    if (e->nodes[t->index].addr.ss_family == AF_UNSPEC || t->gone) {
+        return; /* not registered yet, or stopped */
+    }
+    /* the slot is reused only once its request is resolved (see expire()) */
+    *r = (req_t){.seq = t->next_seq, .sent_mono = now, .used = true};
+    /* A request that never made it onto the wire times out and counts as
+     * lost, which it is from the job's point of view.
+     */
+    if (send_probe (e, &p, &e->nodes[t->index], TX_REQUEST, (uint16_t)ti, &tx_user)
+        == 0) {
+        e->cnt.sent_requests++;
+    }
+    t->next_seq++;
+}
+
+void fm_engine_run (fm_engine_t *e, int64_t now)
+{
+    for (size_t i = 0; i < e->ntargets; i++) {
+        target_t *t = &e->targets[i];
+        expire (e, t, now);
+        if (now >= t->next_send) {
+            int64_t j = (int64_t)randombytes_uniform ((uint32_t)(t->interval / 5 + 1));
+            send_request (e, i, now);
+            t->next_send += t->interval - t->interval / 10 + j;
+            if (t->next_send < now) {
+                /* we were stalled: do not burst to catch up */
+                t->next_send = now + t->interval;
+            }
+            expire (e, t, now);
+        }
+    }
+}
+
+static void tx_stamp (fm_engine_t *e, uint32_t id, int64_t ts, bool hw)
+{
+    txent_t *tx = &e->txq[id % TXQ_SIZE];
+
+    if (!tx->used || tx->id != id) {
+        e->cnt.no_tx_stamp++;
+        return;
+    }
+    tx->used = false;
+    /* a NIC clock is not the system clock: only software stamps can be
+     * checked against the time of the send
+     */
+    if (!hw && (ts < tx->tx_user || ts - tx->tx_user > TX_STAMP_SLACK_NS)) {
+        e->cnt.no_tx_stamp++;
+        return;
+    }
+    if (tx->kind == TX_BYE) {
+        return;
+    }
+    if (tx->kind == TX_REQUEST) {
+        target_t *t = &e->targets[tx->node];
+        req_t *r = &t->ring[tx->seq % RING_SIZE];
+        if (r->used && r->seq == tx->seq) {
+            r->t1 = ts;
+            r->t1_hw = hw;
+            r->have_t1 = true;
+        }
+    } else {
+        requester_t *q = &e->requesters[tx->node];
+        if (q->active && q->epoch == tx->epoch) {
+            q->have_t3 = true;
+            q->t3 = ts;
+            q->t3_hw = hw;
+            q->t3_seq = tx->seq;
+        }
+    }
+}
+
+static void read_errqueue (fm_engine_t *e)
+{
+    for (;;) {
+        char control[512];
+        char data[64];
+        struct iovec iov = {.iov_base = data, .iov_len = sizeof (data)};
+        struct msghdr msg = {
+            .msg_iov = &iov,
+            .msg_iovlen = 1,
+            .msg_control = control,
+            .msg_controllen = sizeof (control),
+        };
+        struct cmsghdr *c;
+        int64_t ts = 0;
+        bool have_ts = false, have_id = false, hw = false;
+        uint32_t id = 0;
+
+        if (recvmsg (e->fd, &msg, MSG_ERRQUEUE | MSG_DONTWAIT) < 0) {
+            return;
+        }
+        for (c = CMSG_FIRSTHDR (&msg); c; c = CMSG_NXTHDR (&msg, c)) {
+            if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_TIMESTAMPING) {
+                struct scm_timestamping sts;
+                memcpy (&sts, CMSG_DATA (c), sizeof (sts));
+                have_ts = pick_stamp (e, &sts, &ts, &hw);
+            } else if ((c->cmsg_level == SOL_IP && c->cmsg_type == IP_RECVERR)
+                       || (c->cmsg_level == SOL_IPV6 && c->cmsg_type == IPV6_RECVERR)) {
+                struct sock_extended_err ee;
+                memcpy (&ee, CMSG_DATA (c), sizeof (ee));
+                if (ee.ee_errno == ENOMSG
+                    && ee.ee_origin == SO_EE_ORIGIN_TIMESTAMPING) {
+                    id = ee.ee_data;
+                    have_id = true;
+                }
+            }
+        }
+        if (have_ts && have_id) {
+            tx_stamp (e, id, ts, hw);
+        }
+    }
+}
+
+static void drop (fm_engine_t *e, fm_wire_reason_t why, const char *from)
+{
+    e->cnt.dropped[why]++;
+    fm_log_ratelimited (&e->rl[why],
+                        LOG_WARNING,
+                        "dropping probe datagrams from %s: %s (%ju so far)",
+                        from,
+                        fm_wire_reason_name (why),
+                        (uintmax_t)e->cnt.dropped[why]);
+}
+
+static void handle_request (
+    fm_engine_t *e, const fm_probe_t *p, int64_t t2, bool have_rx, bool t2_hw)
+{
+    requester_t *q = &e->requesters[p->src_index];
+    fm_probe_t r;
+    int64_t tx_user;
+
+    if (!q->active || q->epoch != p->epoch) {
+        *q = (requester_t){.active = true, .epoch = p->epoch};
+    } else if (p->seq < q->max_seq) {
+        q->rx_reorder++;
+    } else if (p->seq == q->max_seq && q->rx_count > 0) {
+        e->cnt.duplicate++;
+        return;
+    }
+    q->rx_count++;
+    if (p->seq > q->max_seq) {
+        q->max_seq = p->seq;
+    }
+    r = (fm_probe_t){
+        .type = FM_PROBE_REPLY,
+        .flags = (uint16_t)((have_rx && t2_hw ? FM_PROBE_FLAG_T2_HW : 0)
+                            | (q->have_t3 && q->t3_hw ? FM_PROBE_FLAG_T3_HW : 0)),
+        .job_id = e->job_id,
+        .src_index = e->my_index,
+        .dst_index = p->src_index,
+        .epoch = e->epoch,
+        .seq = p->seq,
+        .t2 = have_rx ? t2 : 0,
+        .t3 = q->have_t3 ? q->t3 : 0,
+        .t3_seq = q->have_t3 ? q->t3_seq : FM_PROBE_SEQ_NONE,
+        .rx_count = q->rx_count,
+        .rx_reorder = q->rx_reorder,
+        .req_epoch = p->epoch,
+    };
+    /* the peer's configured address, never the datagram's source: a forged
+     * source cannot turn us into a reflector
+     */
+    if (send_probe (e, &r, &e->nodes[p->src_index], TX_REPLY, p->src_index, &tx_user)
+        == 0) {
+        e->cnt.sent_replies++;
+    }
+}
+
+static target_t *find_target (fm_engine_t *e, uint16_t index);
+
+/* A peer stopped: what it leaves unanswered is not loss. */
+static void handle_bye (fm_engine_t *e, const fm_probe_t *p)
+{
+    target_t *t = find_target (e, p->src_index);
+
+    e->requesters[p->src_index].active = false;
+    if (!t || t->gone) {
+        return;
+    }
+    t->gone = true;
+    t->gone_epoch = p->epoch;
+    for (; t->oldest < t->next_seq; t->oldest++) {
+        req_t *r = &t->ring[t->oldest % RING_SIZE];
+        if (!r->resolved) {
+            r->resolved = true;
+            e->cnt.peer_gone++;
+        }
+    }
+}
+
+/* A request from a peer that said bye, in a new life: probe it again. */
+static void revive (fm_engine_t *e, const fm_probe_t *p)
+{
+    target_t *t = find_target (e, p->src_index);
+
+    if (t && t->gone && p->epoch != t->gone_epoch) {
+        t->gone = false;
+        t->answered = false;
+        t->grace_until = fm_time_mono_ns () + e->cfg.startup_grace_ns;
+    }
+}
+
+static target_t *find_target (fm_engine_t *e, uint16_t index)
+{
+    for (size_t i = 0; i < e->ntargets; i++) {
+        if (e->targets[i].index == index) {
+            return &e->targets[i];
+        }
+    }
+    return NULL;
+}
+
+static void
+handle_reply (fm_engine_t *e, const fm_probe_t *p, int64_t t4, bool have_rx, bool t4_hw)
+{
+    target_t *t = find_target (e, p->src_index);
+    req_t *r;
+
+    if (!t || p->req_epoch != e->epoch || p->seq >= t->next_seq) {
+        e->cnt.stale++;
+        return;
+    }
+    if (!t->have_peer_epoch || t->peer_epoch != p->epoch) {
+        /* the peer restarted: its cumulative counters started again */
+        fm_linkwin_remote_reset (t->win);
+        t->answered = false;
+        t->have_peer_epoch = true;
+        t->peer_epoch = p->epoch;
+        t->have_max_reply = false;
+    }
+    r = &t->ring[p->seq % RING_SIZE];
+    if (!r->used || r->seq != p->seq) {
+        e->cnt.stale++;
+        return;
+    }
+    if (r->replied) {
+        e->cnt.duplicate++;
+        return;
+    }
+    r->replied = true;
+    if (r->resolved) {
+        fm_linkwin_late (t->win);
+    } else {
+        bool reordered = t->have_max_reply && p->seq < t->max_reply_seq;
+        r->resolved = true;
+        fm_linkwin_reply (t->win, reordered);
+        if (!t->have_max_reply || p->seq > t->max_reply_seq) {
+            t->max_reply_seq = p->seq;
+            t->have_max_reply = true;
+        }
+    }
+    fm_linkwin_remote (t->win, p->seq + 1, p->rx_count, p->rx_reorder);
+    if (!t->answered) {
+        /* what the peer missed before it knew us is not the fabric's doing */
+        t->answered = true;
+        t->first_answered = p->seq;
+        fm_linkwin_remote_rebase (t->win);
+    }
+    r->t2 = p->t2;
+    r->t2_hw = (p->flags & FM_PROBE_FLAG_T2_HW) != 0;
+    r->t4 = have_rx ? t4 : 0;
+    r->t4_hw = t4_hw;
+    /* the reply to an earlier request completes that request's exchange */
+    if (p->t3_seq != FM_PROBE_SEQ_NONE && p->t3_seq < t->next_seq) {
+        req_t *s = &t->ring[p->t3_seq % RING_SIZE];
+        bool t3_hw = (p->flags & FM_PROBE_FLAG_T3_HW) != 0;
+        if (s->used && s->seq == p->t3_seq && s->replied && !s->sampled && s->have_t1
+            && s->t2 != 0 && s->t4 != 0) {
+            s->sampled = true;
+            /* four stamps of one clock kind per side, or the sample is noise */
+            if (s->t1_hw != s->t4_hw || s->t2_hw != t3_hw) {
+                e->cnt.mixed_stamps++;
+            } else if (fm_linkwin_add (t->win, s->t1, s->t2, p->t3, s->t4) < 0) {
+                e->cnt.bad_sample++;
+            }
+        }
+    }
+}
+
+static void format_addr (const struct sockaddr_storage *ss, char *buf, size_t len)
+{
+    if (getnameinfo ((const struct sockaddr *)ss,
+                     sizeof (*ss),
+                     buf,
+                     len,
+                     NULL,
+                     0,
+                     NI_NUMERICHOST)
+        != 0) {
+        snprintf (buf, len, "?");
+    }
+}
+
+static void read_data (fm_engine_t *e)
+{
+    for (;;) {
+        char control[512];
+        uint8_t buf[FM_PROBE_SIZE + 1];
+        struct sockaddr_storage from;
+        struct iovec iov = {.iov_base = buf, .iov_len = sizeof (buf)};
+        struct msghdr msg = {
+            .msg_name = &from,
+            .msg_namelen = sizeof (from),
+            .msg_iov = &iov,
+            .msg_iovlen = 1,
+            .msg_control = control,
+            .msg_controllen = sizeof (control),
+        };
+        struct cmsghdr *c;
+        ssize_t n;
+        int64_t ts = 0;
+        bool have_ts = false, hw = false;
+        fm_probe_t p;
+        fm_wire_reason_t why;
+
+        if ((n = recvmsg (e->fd, &msg, MSG_DONTWAIT)) < 0) {
+            return;
+        }
+        e->cnt.received++;
+        for (c = CMSG_FIRSTHDR (&msg); c; c = CMSG_NXTHDR (&msg, c)) {
+            if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_TIMESTAMPING) {
+                struct scm_timestamping sts;
+                memcpy (&sts, CMSG_DATA (c), sizeof (sts));
+                have_ts = pick_stamp (e, &sts, &ts, &hw);
+            }
+        }
+        if (!e->started) {
+            continue;
+        }
+        why = (msg.msg_flags & MSG_TRUNC)
+                  ? FM_WIRE_BAD_SIZE
+                  : fm_wire_decode (buf, (size_t)n, e->key, e->job_id, e->my_index, &p);
+        if (why != FM_WIRE_OK) {
+            char host[64];
+            format_addr (&from, host, sizeof (host));
+            drop (e, why, host);
+            continue;
+        }
+        if (p.src_index >= e->nnodes
+            || e->nodes[p.src_index].addr.ss_family == AF_UNSPEC) {
+            e->cnt.unknown_sender++;
+            continue;
+        }
+        if (!have_ts) {
+            e->cnt.no_rx_stamp++;
+        }
+        if (have_ts) {
+            if (hw) {
+                e->cnt.hw_stamps++;
+            } else {
+                e->cnt.sw_stamps++;
+            }
+        }
+        if (p.type == FM_PROBE_REQUEST) {
+            revive (e, &p);
+            handle_request (e, &p, ts, have_ts, hw);
+        } else if (p.type == FM_PROBE_REPLY) {
+            handle_reply (e, &p, ts, have_ts, hw);
+        } else {
+            handle_bye (e, &p);
+        }
+    }
+}
+
+void fm_engine_input (fm_engine_t *e)
+{
+    /* stamps first, so that a reply finds its request's t1 already known */
+    read_errqueue (e);
+    read_data (e);
+    read_errqueue (e);
+}
+
+int fm_engine_set_addr (fm_engine_t *e,
+                        uint16_t index,
+                        const struct sockaddr *addr,
+                        socklen_t addrlen)
+{
+    if (index >= e->nnodes || index == e->my_index || addr->sa_family != e->family
+        || addrlen > sizeof (e->nodes[index].addr)) {
+        errno = EINVAL;
+        return -1;
+    }
+    memcpy (&e->nodes[index].addr, addr, addrlen);
+    e->nodes[index].addrlen = addrlen;
+    for (size_t i = 0; i < e->ntargets; i++) {
+        if (e->targets[i].index == index && !e->targets[i].answered) {
+            e->targets[i].grace_until = fm_time_mono_ns () + e->cfg.startup_grace_ns;
+        }
+    }
+    return 0;
+}
+
+size_t fm_engine_ntargets (const fm_engine_t *e)
+{
+    return e->ntargets;
+}
+
+uint16_t fm_engine_target (const fm_engine_t *e, size_t i)
+{
+    return e->targets[i].index;
+}
+
+const fm_node_t *fm_engine_node (const fm_engine_t *e, uint16_t index)
+{
+    return index < e->nnodes ? &e->nodes[index] : NULL;
+}
+
+uint16_t fm_engine_my_index (const fm_engine_t *e)
+{
+    return e->my_index;
+}
+
+void fm_engine_close_window (fm_engine_t *e, fm_linkstats_t *stats)
+{
+    int64_t now = fm_time_mono_ns ();
+
+    for (size_t i = 0; i < e->ntargets; i++) {
+        expire (e, &e->targets[i], now);
+        fm_linkwin_close (e->targets[i].win, &stats[i]);
+    }
+}
+
+void fm_engine_goodbye (fm_engine_t *e)
+{
+    if (!e->started) {
+        return;
+    }
+    for (size_t i = 0; i < e->nnodes; i++) {
+        fm_probe_t p = {
+            .type = FM_PROBE_BYE,
+            .job_id = e->job_id,
+            .src_index = e->my_index,
+            .dst_index = (uint16_t)i,
+            .epoch = e->epoch,
+        };
+        int64_t tx_user;
+        if (i != e->my_index && e->nodes[i].addr.ss_family != AF_UNSPEC) {
+            send_probe (e, &p, &e->nodes[i], TX_BYE, (uint16_t)i, &tx_user);
+        }
+    }
+}
+
+bool fm_engine_hw_stamps (const fm_engine_t *e, const char **ifname)
+{
+    if (ifname) {
+        *ifname = e->ifname[0] ? e->ifname : NULL;
+    }
+    return e->hw;
+}
+
+const fm_engine_counters_t *fm_engine_counters (const fm_engine_t *e)
+{
+    return &e->cnt;
+}

@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later
+ * Copyright (C) 2026 The fabric-monitor authors
+ */
+#include "config.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sodium.h>
+
+#include "agent.h"
+#include "engine.h"
+#include "fm/api.h"
+#include "log.h"
+#include "summary.h"
+#include "timeutil.h"
+
+static const char usage_text[] =
+    "Usage: fabric-agent --daemon URL --job ID --node NAME [OPTIONS]\n"
+    "       fabric-agent --summary --daemon URL --job ID [--output FILE]\n"
+    "\n"
+    "Probe the network between the nodes of a Slurm job and report to fabricd.\n"
+    "Normally started by the fabric_monitor SPANK plugin in the job prolog.\n"
+    "\n"
+    "  --daemon URL        fabricd base URL (http://HOST:PORT)\n"
+    "  --job ID            Slurm job id\n"
+    "  --node NAME         this node's name in the job's node list\n"
+    "  --nodes LIST        the job's nodes as a hostlist (default "
+    "$SLURM_JOB_NODELIST)\n"
+    "  --uid UID           the job owner's uid (default $SLURM_JOB_UID, else ours)\n"
+    "  --munge-socket PATH munged socket (default: munge's own)\n"
+    "  --statedir DIR      state directory; undelivered windows spool in DIR/spool\n"
+    "                      (default /run/fabric-monitor/job.ID)\n"
+    "  --rate N            probes per second to each peer (default 10, max 500)\n"
+    "  --window DUR        report window (default: the daemon's, normally 5s)\n"
+    "  --port P            UDP probe port (default: any free port)\n"
+    "  --bind ADDR         probe address (default: the address NAME resolves to)\n"
+    "  --peers K           peers probed in jobs of more than 17 nodes (default 10)\n"
+    "  --flush DUR         on SIGTERM, try this long to deliver (default 5s)\n"
+    "  --log-level LEVEL   err, warning, notice, info (default), debug\n"
+    "  --summary           print the job's fabric summary and exit\n"
+    "  --output FILE       with --summary: append to FILE (must exist) instead of "
+    "stdout\n"
+    "  --clock-offset NS   testing only: pretend this node's clock is off by NS\n"
+    "  --help              this text\n";
+
+enum {
+    OPT_DAEMON = 256,
+    OPT_JOB,
+    OPT_NODE,
+    OPT_NODES,
+    OPT_UID,
+    OPT_MUNGE,
+    OPT_STATEDIR,
+    OPT_RATE,
+    OPT_WINDOW,
+    OPT_PORT,
+    OPT_BIND,
+    OPT_PEERS,
+    OPT_FLUSH,
+    OPT_LOGLEVEL,
+    OPT_SUMMARY,
+    OPT_OUTPUT,
+    OPT_CLOCK_OFFSET,
+    OPT_HELP,
+};
+
+static const struct option longopts[] = {
+    {"daemon", required_argument, NULL, OPT_DAEMON},
+    {"job", required_argument, NULL, OPT_JOB},
+    {"node", required_argument, NULL, OPT_NODE},
+    {"nodes", required_argument, NULL, OPT_NODES},
+    {"uid", required_argument, NULL, OPT_UID},
+    {"munge-socket", required_argument, NULL, OPT_MUNGE},
+    {"statedir", required_argument, NULL, OPT_STATEDIR},
+    {"rate", required_argument, NULL, OPT_RATE},
+    {"window", required_argument, NULL, OPT_WINDOW},
+    {"port", required_argument, NULL, OPT_PORT},
+    {"bind", required_argument, NULL, OPT_BIND},
+    {"peers", required_argument, NULL, OPT_PEERS},
+    {"flush", required_argument, NULL, OPT_FLUSH},
+    {"log-level", required_argument, NULL, OPT_LOGLEVEL},
+    {"summary", no_argument, NULL, OPT_SUMMARY},
+    {"output", required_argument, NULL, OPT_OUTPUT},
+    {"clock-offset", required_argument, NULL, OPT_CLOCK_OFFSET},
+    {"help", no_argument, NULL, OPT_HELP},
+    {NULL, 0, NULL, 0},
+};
+
+static int parse_int (const char *s, long long min, long long max, long long *out)
+{
+    char *end;
+    long long v;
+
+    errno = 0;
+    v = strtoll (s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < min || v > max) {
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static void die_usage (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+
+static void die_usage (const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf (stderr, "fabric-agent: ");
+    va_start (ap, fmt);
+    vfprintf (stderr, fmt, ap);
+    va_end (ap);
+    fprintf (stderr, "\nTry 'fabric-agent --help'.\n");
+    exit (2);
+}
+
+int main (int argc, char **argv)
+{
+    fm_agent_cfg_t cfg = {
+        .rate = 10,
+        .random_peers = FM_AGENT_RANDOM_PEERS,
+        .flush_ns = 5 * FM_NSEC_PER_SEC,
+        .user_id = getuid (),
+    };
+    bool summary = false, have_job = false;
+    const char *output = NULL;
+    char statedir[256];
+    int level = LOG_INFO, c, rc;
+    long long v;
+    fm_error_t err;
+
+    while ((c = getopt_long (argc, argv, "", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_DAEMON:
+            cfg.daemon_url = optarg;
+            break;
+        case OPT_JOB:
+            if (parse_int (optarg, 1, FM_API_JOB_ID_MAX, &v) < 0) {
+                die_usage ("invalid job id '%s'", optarg);
+            }
+            cfg.job_id = (uint64_t)v;
+            have_job = true;
+            break;
+        case OPT_NODE:
+            cfg.node = optarg;
+            break;
+        case OPT_NODES:
+            cfg.job_nodes = optarg;
+            break;
+        case OPT_UID:
+            if (parse_int (optarg, 0, FM_API_UID_MAX, &v) < 0) {
+                die_usage ("invalid uid '%s'", optarg);
+            }
+            cfg.user_id = (uid_t)v;
+            break;
+        case OPT_MUNGE:
+            cfg.munge_socket = optarg;
+            break;
+        case OPT_STATEDIR:
+            cfg.statedir = optarg;
+            break;
+        case OPT_RATE: {
+            char *end;
+            errno = 0;
+            cfg.rate = strtod (optarg, &end);
+            if (errno != 0 || end == optarg || *end != '\0'
+                || !(cfg.rate > 0 && cfg.rate <= FM_ENGINE_MAX_RATE)) {
+                die_usage ("invalid rate '%s' (want 0 < N <= 500)", optarg);
+            }
+            break;
+        }
+        case OPT_WINDOW:
+            if (fm_duration_parse (optarg, &cfg.window_ns) < 0
+                || cfg.window_ns < FM_NSEC_PER_SEC / 10
+                || cfg.window_ns > FM_API_WINDOW_MAX_NS) {
+                die_usage ("invalid window '%s' (want 100ms..1h)", optarg);
+            }
+            break;
+        case OPT_PORT:
+            if (parse_int (optarg, 0, 65535, &v) < 0) {
+                die_usage ("invalid port '%s'", optarg);
+            }
+            cfg.port = (int)v;
+            break;
+        case OPT_BIND:
+            cfg.bind_addr = optarg;
+            break;
+        case OPT_PEERS:
+            if (parse_int (optarg, 1, FM_ENGINE_MAX_NODES, &v) < 0) {
+                die_usage ("invalid peer count '%s'", optarg);
+            }
+            cfg.random_peers = (unsigned)v;
+            break;
+        case OPT_FLUSH:
+            if (fm_duration_parse (optarg, &cfg.flush_ns) < 0) {
+                die_usage ("invalid duration '%s'", optarg);
+            }
+            break;
+        case OPT_LOGLEVEL:
+            if ((level = fm_log_level_parse (optarg)) < 0) {
+                die_usage ("invalid log level '%s'", optarg);
+            }
+            break;
+        case OPT_SUMMARY:
+            summary = true;
+            break;
+        case OPT_OUTPUT:
+            output = optarg;
+            break;
+        case OPT_CLOCK_OFFSET:
+            if (parse_int (
+                    optarg, -FM_API_CLOCK_ABS_MAX_NS, FM_API_CLOCK_ABS_MAX_NS, &v)
+                < 0) {
+                die_usage ("invalid clock offset '%s'", optarg);
+            }
+            cfg.clock_offset_ns = v;
+            break;
+        case OPT_HELP:
+            fputs (usage_text, stdout);
+            return 0;
+        default:
+            fputs (usage_text, stderr);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        die_usage ("unexpected argument '%s'", argv[optind]);
+    }
+    if (!cfg.daemon_url || !have_job) {
+        die_usage ("%s", "--daemon and --job are required");
+    }
+    fm_log_init ("fabric-agent", FM_LOG_STDERR, level);
+    if (sodium_init () < 0 || curl_global_init (CURL_GLOBAL_DEFAULT) != 0) {
+        fm_err ("cannot initialise libsodium or libcurl");
+        return 1;
+    }
+    if (summary) {
+        rc = fm_summary_fetch (
+            cfg.daemon_url, cfg.munge_socket, cfg.job_id, output, &err);
+        if (rc < 0) {
+            fm_err ("summary: %s", err.text);
+        }
+        curl_global_cleanup ();
+        return rc < 0 ? 1 : 0;
+    }
+    if (!cfg.node) {
+        die_usage ("%s", "--node is required");
+    }
+    if (!cfg.job_nodes && !(cfg.job_nodes = getenv ("SLURM_JOB_NODELIST"))) {
+        die_usage ("%s", "--nodes is required (SLURM_JOB_NODELIST is not set)");
+    }
+    if (strlen (cfg.job_nodes) > FM_API_JOB_NODES_MAX) {
+        die_usage ("%s", "--nodes is longer than 4096 characters");
+    }
+    if (!cfg.statedir) {
+        snprintf (statedir,
+                  sizeof (statedir),
+                  "/run/fabric-monitor/job.%" PRIu64,
+                  cfg.job_id);
+        cfg.statedir = statedir;
+    }
+    rc = fm_agent_run (&cfg, &err);
+    if (rc != 0) {
+        fm_err ("%s", err.text);
+    }
+    curl_global_cleanup ();
+    return rc;
+}

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later
+ * Copyright (C) 2026 The fabric-monitor authors
+ */
+#ifndef FM_AGENT_SUMMARY_H
+#define FM_AGENT_SUMMARY_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "error.h"
+
+/* Lines shown at most; the links come worst first. */
+#define FM_SUMMARY_MAX_LINKS 40
+
+/* Render the answer of GET /v1/jobs/{id}/summary as text for a job's output
+ * file, every line prefixed "fabric-monitor: ". Returns a malloc'd string,
+ * or NULL/EPROTO with err when the answer is not the documented object.
+ */
+char *fm_summary_format (json_t *summary, fm_error_t *err);
+
+/* Fetch the job's summary from the daemon and append its text to `output`
+ * (opened O_APPEND|O_NOFOLLOW, never created; NULL: stdout), with the
+ * identity of the calling process. 0 or -1/errno + err.
+ */
+int fm_summary_fetch (const char *daemon_url,
+                      const char *munge_socket,
+                      uint64_t job_id,
+                      const char *output,
+                      fm_error_t *err);
+
+#endif /* FM_AGENT_SUMMARY_H */

@@ -1,0 +1,412 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later
+ * Copyright (C) 2026 The fabric-monitor authors
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include <sodium.h>
+
+#include "engine.h"
+#include "timeutil.h"
+
+/* Two (or three) real engines on loopback in one process, driven by one
+ * poll loop, as the agent's event loop drives one.
+ */
+
+static uint8_t key[FM_PROBE_KEY_SIZE];
+
+static struct sockaddr_in loopback (int port)
+{
+    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons (port)};
+
+    sin.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
+    return sin;
+}
+
+static fm_engine_t *make_engine_grace (double rate, int64_t offset, int64_t grace)
+{
+    fm_engine_cfg_t cfg = {
+        .rate = rate,
+        .timeout_ns = 200 * 1000 * 1000,
+        .max_samples = 10000,
+        .clock_offset_ns = offset,
+        .startup_grace_ns = grace,
+    };
+    struct sockaddr_in sin = loopback (0);
+    fm_error_t err;
+    fm_engine_t *e =
+        fm_engine_create (&cfg, (struct sockaddr *)&sin, sizeof (sin), &err);
+
+    if (!e) {
+        fail_msg ("fm_engine_create: %s", err.text);
+    }
+    return e;
+}
+
+static fm_engine_t *make_engine (double rate, int64_t offset)
+{
+    return make_engine_grace (rate, offset, 0);
+}
+
+static void set_node (fm_node_t *n, const char *name, int port)
+{
+    struct sockaddr_in sin = loopback (port);
+
+    memset (n, 0, sizeof (*n));
+    snprintf (n->name, sizeof (n->name), "%s", name);
+    memcpy (&n->addr, &sin, sizeof (sin));
+    n->addrlen = sizeof (sin);
+}
+
+static void drive (fm_engine_t **e, int n, int64_t duration_ns)
+{
+    int64_t end = fm_time_mono_ns () + duration_ns;
+
+    for (;;) {
+        struct pollfd pfd[4];
+        int64_t now = fm_time_mono_ns ();
+        int64_t deadline = end;
+        int timeout;
+
+        if (now >= end) {
+            break;
+        }
+        for (int i = 0; i < n; i++) {
+            int64_t d = fm_engine_deadline (e[i]);
+            if (d < deadline) {
+                deadline = d;
+            }
+            pfd[i] = (struct pollfd){.fd = fm_engine_fd (e[i]), .events = POLLIN};
+        }
+        timeout = deadline > now ? (int)((deadline - now) / 1000000) + 1 : 0;
+        assert_true (poll (pfd, n, timeout) >= 0);
+        for (int i = 0; i < n; i++) {
+            /* POLLERR: a transmit stamp waits on the error queue */
+            if (pfd[i].revents & (POLLIN | POLLERR)) {
+                fm_engine_input (e[i]);
+            }
+            fm_engine_run (e[i], fm_time_mono_ns ());
+        }
+    }
+}
+
+static int setup (void **state)
+{
+    if (sodium_init () < 0) {
+        return -1;
+    }
+    randombytes_buf (key, sizeof (key));
+    return 0;
+}
+
+static void test_create_invalid (void **state)
+{
+    fm_engine_cfg_t cfg = {.rate = 0, .timeout_ns = 1, .max_samples = 1};
+    struct sockaddr_in sin = loopback (0);
+    fm_error_t err;
+
+    errno = 0;
+    assert_null (fm_engine_create (&cfg, (struct sockaddr *)&sin, sizeof (sin), &err));
+    assert_int_equal (errno, EINVAL);
+    cfg.rate = FM_ENGINE_MAX_RATE * 2;
+    assert_null (fm_engine_create (&cfg, (struct sockaddr *)&sin, sizeof (sin), &err));
+    fm_engine_destroy (NULL);
+}
+
+static void test_start_invalid (void **state)
+{
+    fm_engine_t *a = make_engine (10, 0);
+    fm_node_t nodes[2];
+    uint16_t self = 0, far = 5;
+    fm_error_t err;
+
+    set_node (&nodes[0], "a", fm_engine_port (a));
+    set_node (&nodes[1], "b", 9);
+    assert_int_equal (fm_engine_start (a, 1, key, nodes, 2, 2, NULL, 0, &err), -1);
+    assert_int_equal (errno, EINVAL);
+    assert_int_equal (fm_engine_start (a, 1, key, nodes, 2, 0, &self, 1, &err), -1);
+    assert_int_equal (fm_engine_start (a, 1, key, nodes, 2, 0, &far, 1, &err), -1);
+    assert_int_equal (fm_engine_ntargets (a), 0);
+    fm_engine_destroy (a);
+}
+
+static void test_loopback_pair (void **state)
+{
+    /* B's clock runs 3 ms ahead of A's */
+    const int64_t off = 3 * 1000 * 1000;
+    fm_engine_t *e[2] = {make_engine (100, 0), make_engine (100, off)};
+    fm_node_t nodes[2];
+    uint16_t ta = 1, tb = 0;
+    fm_linkstats_t sa, sb;
+    const fm_engine_counters_t *ca, *cb;
+    fm_error_t err;
+
+    set_node (&nodes[0], "a", fm_engine_port (e[0]));
+    set_node (&nodes[1], "b", fm_engine_port (e[1]));
+    assert_int_equal (fm_engine_start (e[0], 77, key, nodes, 2, 0, &ta, 1, &err), 0);
+    assert_int_equal (fm_engine_start (e[1], 77, key, nodes, 2, 1, &tb, 1, &err), 0);
+    assert_int_equal (fm_engine_start (e[1], 77, key, nodes, 2, 1, &tb, 1, &err), -1);
+    assert_int_equal (fm_engine_target (e[0], 0), 1);
+    assert_string_equal (fm_engine_node (e[0], 1)->name, "b");
+    assert_null (fm_engine_node (e[0], 2));
+
+    drive (e, 2, 1500LL * 1000 * 1000);
+    fm_engine_close_window (e[0], &sa);
+    fm_engine_close_window (e[1], &sb);
+    ca = fm_engine_counters (e[0]);
+    cb = fm_engine_counters (e[1]);
+    print_message ("# a->b: %ju samples, rtt p50 %jd ns, offset %jd +- %jd ns\n",
+                   (uintmax_t)sa.samples,
+                   (intmax_t)sa.rtt.p50,
+                   (intmax_t)sa.offset_ns,
+                   (intmax_t)sa.offset_err_ns);
+
+    /* about 150 requests each way at 100/s; replies came back for all */
+    assert_true (ca->sent_requests >= 100 && ca->sent_requests <= 200);
+    assert_true (cb->sent_replies >= ca->sent_requests - 2);
+    assert_true (sa.probes >= 100);
+    assert_int_equal (sa.lost, 0);
+    assert_int_equal (sb.lost, 0);
+    assert_int_equal (sa.lost_fwd, 0);
+    /* every completed exchange used kernel stamps on both sides */
+    assert_true (sa.samples >= sa.probes - 3);
+    assert_int_equal (ca->no_rx_stamp + cb->no_rx_stamp, 0);
+    assert_int_equal (ca->bad_sample + cb->bad_sample, 0);
+    /* lo offers software stamps only: every stamp is one */
+    {
+        const char *ifname = NULL;
+        assert_false (fm_engine_hw_stamps (e[0], &ifname));
+        assert_non_null (ifname);
+        assert_string_equal (ifname, "lo");
+    }
+    assert_int_equal (
+        ca->hw_stamps + cb->hw_stamps + ca->mixed_stamps + cb->mixed_stamps, 0);
+    assert_true (ca->sw_stamps >= ca->sent_requests - 2);
+    for (int i = 1; i < FM_WIRE_NREASONS; i++) {
+        assert_int_equal (ca->dropped[i] + cb->dropped[i], 0);
+    }
+    /* loopback RTT is microseconds, far below a millisecond */
+    assert_true (sa.rtt.p50 > 0 && sa.rtt.p50 < 1000000);
+    assert_true (sa.rtt.p50 <= sa.rtt.p90 && sa.rtt.p90 <= sa.rtt.p99
+                 && sa.rtt.p99 <= sa.rtt.max);
+    /* the simulated offset is recovered within the bound, from both sides */
+    assert_true (sa.have_offset && sb.have_offset);
+    assert_true (sa.offset_err_ns > 0 && sa.offset_err_ns < 500000);
+    assert_true (llabs (sa.offset_ns - off) <= sa.offset_err_ns);
+    assert_true (llabs (sb.offset_ns + off) <= sb.offset_err_ns);
+    /* corrected one-way delays are small and non-negative within the bound */
+    assert_true (sa.owd_fwd.p50 > -sa.offset_err_ns && sa.owd_fwd.p50 < 1000000);
+    assert_true (sa.owd_rev.p50 > -sa.offset_err_ns && sa.owd_rev.p50 < 1000000);
+    fm_engine_destroy (e[0]);
+    fm_engine_destroy (e[1]);
+}
+
+static void test_foreign_and_garbage_dropped (void **state)
+{
+    fm_engine_t *e[3] = {make_engine (50, 0), make_engine (50, 0), make_engine (50, 0)};
+    fm_node_t nodes[3];
+    uint8_t other_key[FM_PROBE_KEY_SIZE];
+    uint16_t t1 = 0;
+    fm_linkstats_t s1;
+    const fm_engine_counters_t *c0;
+    struct sockaddr_in to = loopback (fm_engine_port (e[0]));
+    char junk[FM_PROBE_SIZE] = "not a probe";
+    fm_error_t err;
+    int fd;
+
+    randombytes_buf (other_key, sizeof (other_key));
+    set_node (&nodes[0], "a", fm_engine_port (e[0]));
+    set_node (&nodes[1], "b", fm_engine_port (e[1]));
+    set_node (&nodes[2], "c", fm_engine_port (e[2]));
+    /* a answers; b has the wrong key; c belongs to another job */
+    assert_int_equal (fm_engine_start (e[0], 5, key, nodes, 3, 0, NULL, 0, &err), 0);
+    assert_int_equal (fm_engine_start (e[1], 5, other_key, nodes, 3, 1, &t1, 1, &err),
+                      0);
+    assert_int_equal (fm_engine_start (e[2], 6, key, nodes, 3, 2, &t1, 1, &err), 0);
+
+    fd = socket (AF_INET, SOCK_DGRAM, 0);
+    assert_true (fd >= 0);
+    assert_int_equal (sendto (fd, junk, 5, 0, (struct sockaddr *)&to, sizeof (to)), 5);
+    assert_int_equal (
+        sendto (fd, junk, sizeof (junk), 0, (struct sockaddr *)&to, sizeof (to)),
+        sizeof (junk));
+    drive (e, 3, 600LL * 1000 * 1000);
+    close (fd);
+
+    c0 = fm_engine_counters (e[0]);
+    assert_int_equal (c0->dropped[FM_WIRE_BAD_SIZE], 1);
+    assert_int_equal (c0->dropped[FM_WIRE_BAD_MAGIC], 1);
+    assert_true (c0->dropped[FM_WIRE_BAD_TAG] >= 10);
+    assert_true (c0->dropped[FM_WIRE_FOREIGN] >= 10);
+    /* nothing unauthenticated or foreign was ever answered */
+    assert_int_equal (c0->sent_replies, 0);
+    /* b got no replies: every request that timed out is lost */
+    fm_engine_close_window (e[1], &s1);
+    assert_true (s1.lost >= 10);
+    assert_int_equal (s1.probes, s1.lost);
+    assert_int_equal (s1.samples, 0);
+    assert_false (s1.have_offset);
+    for (int i = 0; i < 3; i++) {
+        fm_engine_destroy (e[i]);
+    }
+}
+
+static void test_unregistered_peer (void **state)
+{
+    /* b forgives a's silence for 2 s: a learns b's address within that */
+    fm_engine_t *e[2] = {make_engine (50, 0), make_engine_grace (50, 0, 2000000000LL)};
+    fm_node_t na[2], nb[2];
+    uint16_t ta = 1, tb = 0;
+    const fm_engine_counters_t *ca, *cb;
+    fm_linkstats_t sb;
+    fm_error_t err;
+
+    /* a has not heard of b yet; b knows a */
+    set_node (&na[0], "a", fm_engine_port (e[0]));
+    memset (&na[1], 0, sizeof (na[1]));
+    snprintf (na[1].name, sizeof (na[1].name), "b");
+    na[1].addr.ss_family = AF_UNSPEC;
+    set_node (&nb[0], "a", fm_engine_port (e[0]));
+    set_node (&nb[1], "b", fm_engine_port (e[1]));
+    assert_int_equal (fm_engine_start (e[0], 9, key, na, 2, 0, &ta, 1, &err), 0);
+    assert_int_equal (fm_engine_start (e[1], 9, key, nb, 2, 1, &tb, 1, &err), 0);
+    drive (e, 2, 300LL * 1000 * 1000);
+    ca = fm_engine_counters (e[0]);
+    cb = fm_engine_counters (e[1]);
+    /* a neither probes b nor answers it, but notices it */
+    assert_int_equal (ca->sent_requests, 0);
+    assert_int_equal (ca->sent_replies, 0);
+    assert_true (ca->unknown_sender >= 5);
+    /* b's address arrives: from then on both directions work */
+    assert_int_equal (
+        fm_engine_set_addr (e[0], 1, (struct sockaddr *)&nb[1].addr, nb[1].addrlen), 0);
+    assert_int_equal (
+        fm_engine_set_addr (e[0], 0, (struct sockaddr *)&nb[0].addr, nb[0].addrlen),
+        -1); /* not our own */
+    fm_engine_close_window (e[1], &sb);
+    drive (e, 2, 600LL * 1000 * 1000);
+    assert_true (ca->sent_requests >= 15);
+    assert_true (ca->sent_replies >= 15);
+    fm_engine_close_window (e[1], &sb);
+    assert_true (sb.samples >= 10);
+    assert_true (cb->sent_replies >= 15);
+    /* the requests a could not answer yet are not losses, in either direction */
+    assert_true (cb->startup_unanswered >= 5);
+    assert_int_equal (sb.lost, 0);
+    assert_int_equal (sb.lost_fwd, 0);
+    assert_int_equal (sb.lost_rev, 0);
+    fm_engine_destroy (e[0]);
+    fm_engine_destroy (e[1]);
+}
+
+/* b stops after 300 ms; with a bye its silence costs a nothing */
+static void run_stop (bool bye, fm_linkstats_t *sa, uint64_t *sent_after)
+{
+    fm_engine_t *e[2] = {make_engine (50, 0), make_engine (50, 0)};
+    fm_node_t nodes[2];
+    uint16_t ta = 1, tb = 0;
+    uint64_t sent;
+    fm_error_t err;
+
+    set_node (&nodes[0], "a", fm_engine_port (e[0]));
+    set_node (&nodes[1], "b", fm_engine_port (e[1]));
+    assert_int_equal (fm_engine_start (e[0], 3, key, nodes, 2, 0, &ta, 1, &err), 0);
+    assert_int_equal (fm_engine_start (e[1], 3, key, nodes, 2, 1, &tb, 1, &err), 0);
+    drive (e, 2, 300LL * 1000 * 1000);
+    if (bye) {
+        fm_engine_goodbye (e[1]);
+    }
+    fm_engine_destroy (e[1]);
+    sent = fm_engine_counters (e[0])->sent_requests;
+    drive (e, 1, 500LL * 1000 * 1000);
+    *sent_after = fm_engine_counters (e[0])->sent_requests - sent;
+    fm_engine_close_window (e[0], sa);
+    fm_engine_destroy (e[0]);
+}
+
+static void test_bye_is_not_loss (void **state)
+{
+    fm_linkstats_t s;
+    uint64_t after;
+
+    run_stop (false, &s, &after);
+    assert_true (s.lost >= 10); /* the control: silence is loss */
+    assert_true (after >= 20);
+    run_stop (true, &s, &after);
+    assert_int_equal (s.lost, 0);
+    assert_true (s.probes >= 10);
+    assert_true (after <= 1); /* a stopped probing b */
+}
+
+/* The same over IPv6: stamps come back on the IPv6 error queue. */
+static void test_loopback_ipv6 (void **state)
+{
+    fm_engine_cfg_t cfg = {.rate = 100, .timeout_ns = 200000000, .max_samples = 1000};
+    struct sockaddr_in6 sin6 = {.sin6_family = AF_INET6,
+                                .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+    fm_engine_t *e[2];
+    fm_node_t nodes[2];
+    uint16_t ta = 1, tb = 0;
+    fm_linkstats_t sa;
+    fm_error_t err;
+
+    e[0] = fm_engine_create (&cfg, (struct sockaddr *)&sin6, sizeof (sin6), &err);
+    if (!e[0] && errno == EADDRNOTAVAIL) {
+        skip (); /* no IPv6 loopback here */
+    }
+    assert_non_null (e[0]);
+    e[1] = fm_engine_create (&cfg, (struct sockaddr *)&sin6, sizeof (sin6), &err);
+    assert_non_null (e[1]);
+    for (int i = 0; i < 2; i++) {
+        struct sockaddr_in6 a = sin6;
+        a.sin6_port = htons (fm_engine_port (e[i]));
+        memset (&nodes[i], 0, sizeof (nodes[i]));
+        snprintf (nodes[i].name, sizeof (nodes[i].name), "v6-%d", i);
+        memcpy (&nodes[i].addr, &a, sizeof (a));
+        nodes[i].addrlen = sizeof (a);
+    }
+    /* an IPv4 node in an IPv6 job is refused */
+    {
+        fm_node_t mixed[2] = {nodes[0], nodes[1]};
+        set_node (&mixed[1], "v4", 9);
+        assert_int_equal (fm_engine_start (e[0], 4, key, mixed, 2, 0, &ta, 1, &err),
+                          -1);
+    }
+    assert_int_equal (fm_engine_start (e[0], 4, key, nodes, 2, 0, &ta, 1, &err), 0);
+    assert_int_equal (fm_engine_start (e[1], 4, key, nodes, 2, 1, &tb, 1, &err), 0);
+    drive (e, 2, 600LL * 1000 * 1000);
+    fm_engine_close_window (e[0], &sa);
+    assert_true (sa.probes >= 40);
+    assert_int_equal (sa.lost, 0);
+    assert_true (sa.samples >= sa.probes - 3);
+    assert_true (sa.have_offset && llabs (sa.offset_ns) <= sa.offset_err_ns);
+    assert_int_equal (fm_engine_counters (e[0])->no_tx_stamp, 0);
+    fm_engine_destroy (e[0]);
+    fm_engine_destroy (e[1]);
+}
+
+int main (void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test (test_create_invalid),
+        cmocka_unit_test (test_start_invalid),
+        cmocka_unit_test (test_loopback_pair),
+        cmocka_unit_test (test_foreign_and_garbage_dropped),
+        cmocka_unit_test (test_unregistered_peer),
+        cmocka_unit_test (test_bye_is_not_loss),
+        cmocka_unit_test (test_loopback_ipv6),
+    };
+    return cmocka_run_group_tests (tests, setup, NULL);
+}

@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later
+ * Copyright (C) 2026 The fabric-monitor authors
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "agent.h"
+#include "report.h"
+#include "summary.h"
+
+static fm_linkstats_t sample_stats (void)
+{
+    fm_linkstats_t s = {
+        .samples = 3,
+        .rtt = {3, 10, 20, 30, 40, 50},
+        .owd_fwd = {3, 5, 6, 7, 8, 9},
+        .owd_rev = {3, -2, 4, 5, 6, 7},
+        .have_offset = true,
+        .offset_ns = 1000,
+        .offset_err_ns = 5,
+        .probes = 10,
+        .lost = 3,
+        .lost_fwd = 1,
+        .lost_rev = 2,
+        .reorder_fwd = 1,
+        .reorder_rev = 50, /* more than received: must be clamped */
+    };
+    return s;
+}
+
+static void test_window_json (void **state)
+{
+    fm_linkstats_t st[2] = {sample_stats (), {0}};
+    const char *peers[] = {"fmn2", "fmn3"};
+    fm_clock_est_t clock = {.valid = true, .offset_ns = -1000, .error_ns = 5};
+    json_t *w = fm_report_window (7, 100, 200, &clock, peers, st, 2);
+    json_t *links, *l;
+    json_int_t v;
+
+    assert_non_null (w);
+    assert_int_equal (json_integer_value (json_object_get (w, "seq")), 7);
+    assert_int_equal (json_integer_value (json_object_get (w, "start_ns")), 100);
+    assert_int_equal (json_integer_value (json_object_get (w, "end_ns")), 200);
+    assert_int_equal (json_unpack (w, "{s:{s:I}}", "clock", "offset_ns", &v), 0);
+    assert_int_equal (v, -1000);
+    links = json_object_get (w, "links");
+    assert_int_equal (json_array_size (links), 4);
+
+    /* out: 10 sent, the peer missed 1 */
+    l = json_array_get (links, 0);
+    assert_string_equal (json_string_value (json_object_get (l, "peer")), "fmn2");
+    assert_string_equal (json_string_value (json_object_get (l, "dir")), "out");
+    assert_int_equal (json_integer_value (json_object_get (l, "sent")), 10);
+    assert_int_equal (json_integer_value (json_object_get (l, "received")), 9);
+    assert_int_equal (json_integer_value (json_object_get (l, "lost")), 1);
+    assert_int_equal (json_integer_value (json_object_get (l, "reordered")), 1);
+    assert_int_equal (json_unpack (l, "{s:{s:I}}", "owd_ns", "p99", &v), 0);
+    assert_int_equal (v, 8);
+    assert_int_equal (json_unpack (l, "{s:{s:I}}", "rtt_ns", "max", &v), 0);
+    assert_int_equal (v, 50);
+    /* in: the 9 replies the peer sent, 2 of them lost */
+    l = json_array_get (links, 1);
+    assert_string_equal (json_string_value (json_object_get (l, "dir")), "in");
+    assert_int_equal (json_integer_value (json_object_get (l, "sent")), 9);
+    assert_int_equal (json_integer_value (json_object_get (l, "received")), 7);
+    assert_int_equal (json_integer_value (json_object_get (l, "lost")), 2);
+    assert_int_equal (json_integer_value (json_object_get (l, "reordered")), 7);
+    assert_int_equal (json_unpack (l, "{s:{s:I}}", "owd_ns", "p50", &v), 0);
+    assert_int_equal (v, 4);
+    /* no samples: null quantiles, zero counts */
+    l = json_array_get (links, 2);
+    assert_true (json_is_null (json_object_get (l, "rtt_ns")));
+    assert_true (json_is_null (json_object_get (l, "owd_ns")));
+    assert_int_equal (json_integer_value (json_object_get (l, "sent")), 0);
+    json_decref (w);
+}
+
+static void test_window_without_clock (void **state)
+{
+    fm_linkstats_t st = sample_stats ();
+    const char *peers[] = {"x"};
+    fm_clock_est_t clock = {0};
+    json_t *w;
+
+    st.have_offset = false;
+    st.rtt.max = 100LL * 1000000000LL; /* over the API's 60 s: clamped */
+    w = fm_report_window (1, 1, 2, &clock, peers, &st, 1);
+    assert_null (json_object_get (w, "clock"));
+    assert_true (json_is_null (
+        json_object_get (json_array_get (json_object_get (w, "links"), 0), "owd_ns")));
+    assert_int_equal (
+        json_integer_value (json_object_get (
+            json_object_get (json_array_get (json_object_get (w, "links"), 0),
+                             "rtt_ns"),
+            "max")),
+        60000000000LL);
+    json_decref (w);
+}
+
+static void test_clock_from_reference (void **state)
+{
+    fm_linkstats_t st = sample_stats ();
+    fm_clock_est_t c = fm_report_clock (&st);
+
+    /* the link measured reference - local = +1000: local is 1000 behind */
+    assert_true (c.valid);
+    assert_int_equal (c.offset_ns, -1000);
+    assert_int_equal (c.error_ns, 5);
+    st.have_offset = false;
+    assert_false (fm_report_clock (&st).valid);
+    assert_false (fm_report_clock (NULL).valid);
+}
+
+static void test_pick_targets (void **state)
+{
+    uint16_t out[100];
+    size_t n;
+
+    /* up to 17 nodes: everybody else */
+    n = fm_agent_pick_targets (17, 3, 10, out);
+    assert_int_equal (n, 16);
+    for (size_t i = 0; i < n; i++) {
+        assert_int_not_equal (out[i], 3);
+    }
+    assert_int_equal (fm_agent_pick_targets (1, 0, 10, out), 0);
+    /* beyond: K distinct random peers, never ourselves, always node 0 */
+    for (int round = 0; round < 50; round++) {
+        bool seen[100] = {false};
+        n = fm_agent_pick_targets (100, 42, 10, out);
+        assert_int_equal (n, 10);
+        assert_int_equal (out[0], 0);
+        for (size_t i = 0; i < n; i++) {
+            assert_true (out[i] < 100);
+            assert_int_not_equal (out[i], 42);
+            assert_false (seen[out[i]]);
+            seen[out[i]] = true;
+        }
+    }
+    n = fm_agent_pick_targets (100, 0, 10, out);
+    assert_int_equal (n, 10);
+}
+
+static void test_summary_text (void **state)
+{
+    json_error_t jerr;
+    json_t *j = json_loads (
+        "{\"job_id\": 42, \"since_ns\": 1, \"windows\": 24, \"records\": 288, "
+        "\"links\": ["
+        "{\"src\": \"fmn1\", \"dst\": \"fmn3\", \"reporter\": \"fmn3\", \"windows\": 6,"
+        " \"last_end_ns\": 5, \"sent\": 300, \"received\": 285, \"lost\": 15,"
+        " \"reordered\": 0, \"loss_ratio\": 0.05, \"rtt_p50_ns\": 41200,"
+        " \"rtt_p99_ns\": 2500000, \"owd_p50_ns\": null, \"owd_p99_ns\": null}]}",
+        0,
+        &jerr);
+    char *t;
+    fm_error_t err;
+
+    assert_non_null (j);
+    assert_non_null ((t = fm_summary_format (j, &err)));
+    assert_non_null (strstr (t,
+                             "fabric-monitor: network summary of job 42: 24 report "
+                             "windows, 288 link records, 1 links\n"));
+    assert_non_null (strstr (t, "fabric-monitor: fmn1 -> fmn3"));
+    assert_non_null (strstr (t, "   5.00%    41.2us    2.50ms         -         -\n"));
+    /* every line carries the prefix */
+    for (char *p = t; *p; p = strchr (p, '\n') + 1) {
+        assert_int_equal (strncmp (p, "fabric-monitor: ", 16), 0);
+    }
+    free (t);
+    json_decref (j);
+
+    j = json_loads ("{\"job_id\": 1, \"links\": 3}", 0, &jerr);
+    errno = 0;
+    assert_null (fm_summary_format (j, &err));
+    assert_int_equal (errno, EPROTO);
+    json_decref (j);
+    j = json_loads (
+        "{\"job_id\": 1, \"windows\": 0, \"records\": 0, \"links\": [{}]}", 0, &jerr);
+    assert_null (fm_summary_format (j, &err));
+    json_decref (j);
+}
+
+int main (void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test (test_window_json),
+        cmocka_unit_test (test_window_without_clock),
+        cmocka_unit_test (test_clock_from_reference),
+        cmocka_unit_test (test_pick_targets),
+        cmocka_unit_test (test_summary_text),
+    };
+    return cmocka_run_group_tests (tests, NULL, NULL);
+}

@@ -1,0 +1,168 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-3.0-or-later
+# Copyright (C) 2026 The fabric-monitor authors
+#
+# Two real fabric-agents on 127.0.0.1 against a real fabricd and munged:
+# registration, probing, window reports, spooling while fabricd is down and
+# in-order resend, SIGTERM flush, the summary, and rate-limited logging of
+# garbage datagrams.
+. "$FM_SRCDIR/tests/tap.sh"
+
+[ "$(id -u)" -eq 0 ] || plan_skip_all "needs root (munged)"
+for t in munged curl jq python3; do
+    command -v $t >/dev/null || plan_skip_all "$t is not installed"
+done
+
+AGENT=$FM_BUILDDIR/agent/fabric-agent
+FABRICD=$FM_BUILDDIR/daemon/fabricd
+[ -x "$FABRICD" ] || plan_skip_all "fabricd is not built"
+
+T=$(mktemp -d /tmp/fm-agent-test.XXXXXX) || exit 1
+chmod 0755 "$T"
+pids=
+cleanup () {
+    for p in $pids; do kill "$p" 2>/dev/null; done
+    for p in $pids; do wait "$p" 2>/dev/null; done
+    rm -rf "$T"
+}
+trap cleanup EXIT
+
+free_port () {
+    python3 -c 'import socket,sys; s=socket.socket(socket.AF_INET, getattr(socket, sys.argv[1])); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' "$1"
+}
+
+mkdir -m 0700 "$T/munge"
+dd if=/dev/urandom of="$T/munge/key" bs=1024 count=1 2>/dev/null
+chmod 0400 "$T/munge/key"
+SOCK=$T/munge/sock
+munged --force --socket="$SOCK" --key-file="$T/munge/key" --pid-file="$T/munge/pid" \
+    --log-file="$T/munge/log" --seed-file="$T/munge/seed" || plan_skip_all "munged failed"
+pids="$pids $(cat "$T/munge/pid")"
+chmod 0755 "$T/munge"
+
+PORT=$(free_port SOCK_STREAM)
+URL=http://127.0.0.1:$PORT
+cat >"$T/fabricd.conf" <<EOT
+listen_address = 127.0.0.1
+listen_port = $PORT
+state_dir = "$T/fabricd"
+munge_socket = "$SOCK"
+report_window = 1s
+EOT
+
+fd_pid=
+fabricd_start () {
+    "$FABRICD" -c "$T/fabricd.conf" >>"$T/fabricd.log" 2>&1 &
+    fd_pid=$!
+    pids="$pids $fd_pid"
+    for _ in $(seq 100); do
+        curl -sf -o /dev/null "$URL/v1/status" && return 0
+        sleep 0.1
+    done
+    return 1
+}
+fabricd_stop () {
+    kill "$fd_pid"; wait "$fd_pid" 2>/dev/null
+}
+status_field () {
+    curl -sf "$URL/v1/status" | jq -r "$1"
+}
+# agent NAME PORT [ARGS...]: start one agent of job 77 on n[1-2]; pid in $apid
+agent () {
+    local name=$1 port=$2
+    shift 2
+    "$AGENT" --daemon "$URL" --job 77 --node "$name" --nodes 'n[1-2]' --uid 0 \
+        --munge-socket "$SOCK" --statedir "$T/$name" --bind 127.0.0.1 --port "$port" \
+        --rate 50 "$@" >>"$T/$name.log" 2>&1 &
+    apid=$!
+    pids="$pids $apid"
+}
+# stop PID: SIGTERM, wait at most 8 s; the exit status in $rc
+stop () {
+    kill -TERM "$1"
+    for _ in $(seq 80); do
+        kill -0 "$1" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$1" 2>/dev/null; then
+        kill -KILL "$1"; wait "$1" 2>/dev/null; rc=killed
+    else
+        wait "$1"; rc=$?
+    fi
+    pids=$(echo "$pids" | sed "s/ $1\b//")
+}
+
+plan 15
+
+fabricd_start
+ok $? "fabricd answers on $URL"
+
+p1=$(free_port SOCK_DGRAM); p2=$(free_port SOCK_DGRAM)
+agent n1 "$p1"; a1=$apid
+agent n2 "$p2" --clock-offset 2000000; a2=$apid
+sleep 4.5
+
+# garbage at n1's probe port: counted and logged once, not per datagram
+python3 - "$p1" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(50):
+    s.sendto(b"garbage" * 16, ("127.0.0.1", int(sys.argv[1])))
+PY
+sleep 0.5
+# n2 first: its last window still has n1's replies and a clock estimate
+stop "$a2"; is "$rc" 0 "agent n2 exits 0 on SIGTERM"
+stop "$a1"; is "$rc" 0 "agent n1 exits 0 on SIGTERM"
+
+is "$(grep -c 'dropping probe datagrams' "$T/n1.log")" 1 \
+    "50 garbage datagrams give one log line"
+grep -q 'registered for job 77 as n1' "$T/n1.log"
+ok $? "n1 registered"
+
+windows=$(status_field .store.windows)
+ok "$([ "${windows:-0}" -ge 8 ]; echo $?)" "fabricd stored the windows of both agents ($windows)"
+
+"$AGENT" --summary --daemon "$URL" --job 77 --munge-socket "$SOCK" >"$T/summary" 2>&1
+ok $? "fabric-agent --summary succeeds"
+diag "$(cat "$T/summary")"
+grep -q '^fabric-monitor: network summary of job 77' "$T/summary"
+ok $? "summary header"
+# 2 directed links, each reported by its sender (out) and its receiver (in)
+is "$(grep -cE '^fabric-monitor: n[12] -> n[12] ' "$T/summary")" 4 "summary lists 4 link records"
+# Only the probes a node sends before its peer has heard of it (one peer
+# poll, milliseconds) may go unanswered.
+lost=$(awk '/^fabric-monitor: n[12] -> n[12] / { l += $7; s += $6 } END { print l + 0, s + 0 }' "$T/summary")
+ok "$(echo "$lost" | awk '{ exit !($2 >= 300 && $1 <= 3) }'; echo $?)" \
+    "at most 3 probes lost on loopback (lost, sent: $lost)"
+
+# n2 ran 2 ms ahead: its reported clock offset says so, within the error bound
+auth=$(printf 'fm1 GET /v1/nodes %s' "$(printf '' | sha256sum | cut -d' ' -f1)" \
+    | munge --socket="$SOCK")
+nodes=$(curl -s -H "Authorization: Munge $auth" "$URL/v1/nodes")
+off=$(echo "$nodes" | jq '.nodes[] | select(.node == "n2") | .clock_offset_ns')
+err=$(echo "$nodes" | jq '.nodes[] | select(.node == "n2") | .clock_error_ns')
+diag "n2 clock offset ${off} ns +- ${err} ns (true: 2000000)"
+ok "$(awk -v o="$off" -v e="$err" 'BEGIN { d = o - 2000000; if (d < 0) d = -d; exit !(o ~ /^-?[0-9]+$/ && e ~ /^[0-9]+$/ && e + 0 > 0 && d <= e + 0) }'; echo $?)" \
+    "n2's clock offset is 2 ms within its error bound"
+
+# fabricd goes down after registration: windows spool on disk, and go out
+# in order once it is back
+agent n1 "$p1"; a1=$apid
+for _ in $(seq 50); do
+    [ "$(grep -c 'registered for job 77' "$T/n1.log")" -ge 2 ] && break
+    sleep 0.1
+done
+windows=$(status_field .store.windows)
+fabricd_stop
+sleep 3.5
+n=$(ls "$T/n1/spool" 2>/dev/null | grep -c '\.json$')
+ok "$([ "$n" -ge 2 ]; echo $?)" "windows spool while fabricd is down ($n files)"
+fabricd_start
+for _ in $(seq 60); do
+    [ "$(ls "$T/n1/spool" | grep -c '\.json$')" -eq 0 ] && break
+    sleep 0.2
+done
+is "$(ls "$T/n1/spool" | grep -c '\.json$')" 0 "the spool drains once fabricd is back"
+after=$(status_field .store.windows)
+ok "$([ "$after" -ge $((windows + n)) ]; echo $?)" "the spooled windows were stored ($windows -> $after)"
+stop "$a1"; is "$rc" 0 "agent exits 0"

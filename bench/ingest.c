@@ -1,0 +1,528 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later
+ * Copyright (C) 2026 The fabric-monitor authors
+ */
+#include "config.h"
+
+/* Load generator for POST /v1/reports: simulated agents of one job post batches
+ * of windows; prints records/s, request latency quantiles and CPU seconds per
+ * million link-window records (fabricd's when --pid is given, and our own).
+ */
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "fm/api.h"
+#include "timeutil.h"
+#include "authcred.h"
+
+/* --retry gives up on a batch after this long. */
+#define RETRY_NS (60 * FM_NSEC_PER_SEC)
+
+typedef struct {
+    const char *url;
+    const char *socket; /* NULL: no credential (fabricd --insecure-local) */
+    int64_t job_id;
+    int nodes, peers, windows, threads;
+    int64_t requests; /* total; 0 with duration */
+    double duration_s;
+    bool retry; /* resend a batch until it is acknowledged */
+    FILE *ack;  /* "node seq" per acknowledged window */
+    pthread_mutex_t lock;
+    int64_t next_request;
+    int64_t records, acked_windows, failures;
+    int64_t *lat_ns;
+    size_t nlat, lat_cap;
+    int64_t t_end;
+} bench_t;
+
+typedef struct {
+    bench_t *b;
+    int first_node, nnodes;
+    int64_t *seq;
+    CURL *curl;
+    char *buf;
+    size_t cap;
+    unsigned rnd;
+} worker_t;
+
+static size_t discard (char *p, size_t size, size_t n, void *arg)
+{
+    return size * n;
+}
+
+static unsigned rnd (unsigned *s)
+{
+    *s = *s * 1103515245u + 12345u;
+    return (*s >> 8) & 0xffffff;
+}
+
+static int
+post (worker_t *w, const char *path, const char *body, size_t len, long *code)
+{
+    bench_t *b = w->b;
+    struct curl_slist *h = NULL;
+    char url[512];
+    char *auth = NULL;
+    CURLcode rc;
+
+    snprintf (url, sizeof (url), "%s%s", b->url, path);
+    h = curl_slist_append (h, "Content-Type: application/json");
+    if (b->socket) {
+        fm_error_t err;
+        char *line;
+        if (!(auth = fm_authcred_header ("POST", path, body, len, b->socket, &err))) {
+            fprintf (stderr, "ingest: %s\n", err.text);
+            curl_slist_free_all (h);
+            return -1;
+        }
+        if (asprintf (&line, "Authorization: %s", auth) < 0) {
+            free (auth);
+            curl_slist_free_all (h);
+            return -1;
+        }
+        h = curl_slist_append (h, line);
+        free (line);
+        free (auth);
+    }
+    curl_easy_setopt (w->curl, CURLOPT_URL, url);
+    curl_easy_setopt (w->curl, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt (w->curl, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt (w->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+    curl_easy_setopt (w->curl, CURLOPT_WRITEFUNCTION, discard);
+    curl_easy_setopt (w->curl, CURLOPT_TIMEOUT, 30L);
+    rc = curl_easy_perform (w->curl);
+    curl_slist_free_all (h);
+    if (rc != CURLE_OK) {
+        return -1;
+    }
+    curl_easy_getinfo (w->curl, CURLINFO_RESPONSE_CODE, code);
+    return 0;
+}
+
+static void put (worker_t *w, size_t *len, const char *fmt, ...)
+    __attribute__ ((format (printf, 3, 4)));
+
+static void put (worker_t *w, size_t *len, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    for (;;) {
+        va_start (ap, fmt);
+        n = vsnprintf (w->buf + *len, w->cap - *len, fmt, ap);
+        va_end (ap);
+        if (n >= 0 && (size_t)n < w->cap - *len) {
+            *len += (size_t)n;
+            return;
+        }
+        w->cap *= 2;
+        if (!(w->buf = realloc (w->buf, w->cap))) {
+            fprintf (stderr, "ingest: out of memory\n");
+            exit (1);
+        }
+    }
+}
+
+/* One batch of b->windows windows for node, starting at seq. */
+static size_t batch (worker_t *w, int node, int64_t seq, int64_t now)
+{
+    bench_t *b = w->b;
+    size_t len = 0;
+
+    put (w,
+         &len,
+         "{\"job_id\":%" PRId64 ",\"node\":\"bn%d\",\"windows\":[",
+         b->job_id,
+         node);
+    for (int i = 0; i < b->windows; i++) {
+        int64_t end = now - (int64_t)(b->windows - i) * 5 * FM_NSEC_PER_SEC;
+        put (w,
+             &len,
+             "%s{\"seq\":%" PRId64 ",\"start_ns\":%" PRId64 ",\"end_ns\":%" PRId64
+             ",\"clock\":{\"offset_ns\":%u,\"error_ns\":%u},\"links\":[",
+             i ? "," : "",
+             seq + i,
+             (int64_t)(end - 5 * FM_NSEC_PER_SEC),
+             end,
+             rnd (&w->rnd) % 5000,
+             500 + rnd (&w->rnd) % 500);
+        for (int p = 0, k = 0; k < b->peers; p++) {
+            int peer = (node + 1 + p) % b->nodes;
+            if (peer == node) {
+                continue;
+            }
+            for (int dir = 0; dir < 2; dir++) {
+                unsigned r50 = 8000 + rnd (&w->rnd) % 4000;
+                unsigned o50 = r50 / 2;
+                unsigned lost = rnd (&w->rnd) % 64 == 0 ? 1 : 0;
+                put (w,
+                     &len,
+                     "%s{\"peer\":\"bn%d\",\"dir\":\"%s\",\"rtt_ns\":{\"p50\":%u,"
+                     "\"p90\":%u,"
+                     "\"p99\":%u,\"max\":%u},\"owd_ns\":{\"p50\":%u,\"p90\":%u,\"p99\":"
+                     "%u,"
+                     "\"max\":%u},\"sent\":50,\"received\":%u,\"lost\":%u,"
+                     "\"reordered\":0}",
+                     k || dir ? "," : "",
+                     peer,
+                     dir ? "in" : "out",
+                     r50,
+                     r50 + 2000,
+                     r50 + 9000,
+                     r50 + 30000,
+                     o50,
+                     o50 + 1000,
+                     o50 + 4500,
+                     o50 + 15000,
+                     50 - lost,
+                     lost);
+            }
+            k++;
+        }
+        put (w,
+             &len,
+             "],\"health\":[{\"type\":\"nic\",\"name\":\"eth0\",\"link_up\":true,"
+             "\"speed_mbps\":100000,\"rx_errors\":0,\"tx_errors\":0,"
+             "\"rx_dropped\":0,\"tx_dropped\":0,\"carrier_changes\":0}]}");
+    }
+    put (w, &len, "]}");
+    return len;
+}
+
+static bool take_request (bench_t *b)
+{
+    bool ok;
+
+    pthread_mutex_lock (&b->lock);
+    if (b->requests > 0) {
+        ok = b->next_request < b->requests;
+    } else {
+        ok = fm_time_mono_ns () < b->t_end;
+    }
+    if (ok) {
+        b->next_request++;
+    }
+    pthread_mutex_unlock (&b->lock);
+    return ok;
+}
+
+static void *run (void *arg)
+{
+    worker_t *w = arg;
+    bench_t *b = w->b;
+    int turn = 0;
+
+    while (take_request (b)) {
+        int node = w->first_node + turn++ % w->nnodes;
+        int64_t *seq = &w->seq[node - w->first_node];
+        size_t len = batch (w, node, *seq, fm_time_real_ns ());
+        long code = 0;
+        int64_t t0;
+
+        int64_t give_up = fm_time_mono_ns () + RETRY_NS;
+        for (;;) {
+            t0 = fm_time_mono_ns ();
+            if (post (w, "/v1/reports", w->buf, len, &code) == 0 && code == 200) {
+                break;
+            }
+            pthread_mutex_lock (&b->lock);
+            b->failures++;
+            pthread_mutex_unlock (&b->lock);
+            if (!b->retry || t0 > give_up) {
+                fprintf (stderr, "ingest: POST /v1/reports failed (HTTP %ld)\n", code);
+                exit (1);
+            }
+            usleep (50000);
+        }
+        pthread_mutex_lock (&b->lock);
+        if (b->nlat == b->lat_cap) {
+            b->lat_cap = b->lat_cap ? b->lat_cap * 2 : 4096;
+            if (!(b->lat_ns = realloc (b->lat_ns, b->lat_cap * sizeof (int64_t)))) {
+                fprintf (stderr, "ingest: out of memory\n");
+                exit (1);
+            }
+        }
+        b->lat_ns[b->nlat++] = fm_time_mono_ns () - t0;
+        b->records += (int64_t)b->windows * b->peers * 2;
+        b->acked_windows += b->windows;
+        if (b->ack) {
+            for (int i = 0; i < b->windows; i++) {
+                fprintf (b->ack, "bn%d %" PRId64 "\n", node, *seq + i);
+            }
+            fflush (b->ack);
+        }
+        pthread_mutex_unlock (&b->lock);
+        *seq += b->windows;
+    }
+    return NULL;
+}
+
+static int register_nodes (worker_t *w)
+{
+    bench_t *b = w->b;
+    char body[512];
+
+    for (int i = 0; i < b->nodes; i++) {
+        long code = 0;
+        int n = snprintf (body,
+                          sizeof (body),
+                          "{\"job_id\":%" PRId64 ",\"node\":\"bn%d\",\"user_id\":%u,"
+                          "\"job_nodes\":\"bn[0-%d]\",\"probe_addr\":\"127.0.0.1\","
+                          "\"probe_port\":%d}",
+                          b->job_id,
+                          i,
+                          (unsigned)getuid (),
+                          b->nodes - 1,
+                          20000 + i);
+        int64_t give_up = fm_time_mono_ns () + RETRY_NS;
+        for (;;) {
+            if (post (w, "/v1/agents", body, (size_t)n, &code) == 0
+                && (code == 200 || code == 201)) {
+                break;
+            }
+            if (!b->retry || fm_time_mono_ns () > give_up) {
+                fprintf (stderr, "ingest: POST /v1/agents failed (HTTP %ld)\n", code);
+                return -1;
+            }
+            usleep (50000);
+        }
+    }
+    return 0;
+}
+
+static double proc_cpu (long pid)
+{
+    char path[64], buf[1024];
+    unsigned long ut, st;
+    FILE *fp;
+    char *p;
+
+    snprintf (path, sizeof (path), "/proc/%ld/stat", pid);
+    if (!(fp = fopen (path, "r"))) {
+        return -1;
+    }
+    if (!fgets (buf, sizeof (buf), fp) || !(p = strrchr (buf, ')'))
+        || sscanf (
+               p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st)
+               != 2) {
+        fclose (fp);
+        return -1;
+    }
+    fclose (fp);
+    return (double)(ut + st) / (double)sysconf (_SC_CLK_TCK);
+}
+
+static double self_cpu (void)
+{
+    struct rusage ru;
+
+    getrusage (RUSAGE_SELF, &ru);
+    return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec
+           + ru.ru_stime.tv_usec / 1e6;
+}
+
+static int cmp64 (const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void usage (FILE *fp)
+{
+    fprintf (
+        fp,
+        "Usage: ingest [OPTIONS]\n"
+        "  --url URL           fabricd (default %s)\n"
+        "  --munge-socket PATH sign requests with munge (else: fabricd "
+        "--insecure-local)\n"
+        "  --job ID            job id (default 4242)\n"
+        "  --nodes N           simulated agents (default 32)\n"
+        "  --peers P           peers per node, both directions each (default N-1)\n"
+        "  --windows W         windows per request (default 16)\n"
+        "  --threads T         concurrent connections (default 2)\n"
+        "  --requests R        requests to send (default 400)\n"
+        "  --duration S        send for S seconds instead\n"
+        "  --pid PID           report fabricd's CPU time\n"
+        "  --retry             resend a batch until acknowledged (kill -9 tests)\n"
+        "  --ack-log FILE      append \"node seq\" for every acknowledged window\n",
+        FM_API_DEFAULT_URL);
+}
+
+int main (int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"url", required_argument, NULL, 'u'},
+        {"munge-socket", required_argument, NULL, 'm'},
+        {"job", required_argument, NULL, 'j'},
+        {"nodes", required_argument, NULL, 'n'},
+        {"peers", required_argument, NULL, 'p'},
+        {"windows", required_argument, NULL, 'w'},
+        {"threads", required_argument, NULL, 't'},
+        {"requests", required_argument, NULL, 'r'},
+        {"duration", required_argument, NULL, 'd'},
+        {"pid", required_argument, NULL, 'P'},
+        {"retry", no_argument, NULL, 'R'},
+        {"ack-log", required_argument, NULL, 'a'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    bench_t b = {.url = FM_API_DEFAULT_URL,
+                 .job_id = 4242,
+                 .nodes = 32,
+                 .peers = -1,
+                 .windows = 16,
+                 .threads = 2,
+                 .requests = 400};
+    long pid = 0;
+    worker_t *w;
+    pthread_t *tid;
+    double cpu0 = 0, cpu1, self0, elapsed;
+    int64_t t0;
+    int opt;
+
+    pthread_mutex_init (&b.lock, NULL);
+    while ((opt = getopt_long (argc, argv, "h", opts, NULL)) != -1) {
+        switch (opt) {
+        case 'u':
+            b.url = optarg;
+            break;
+        case 'm':
+            b.socket = optarg;
+            break;
+        case 'j':
+            b.job_id = strtoll (optarg, NULL, 10);
+            break;
+        case 'n':
+            b.nodes = atoi (optarg);
+            break;
+        case 'p':
+            b.peers = atoi (optarg);
+            break;
+        case 'w':
+            b.windows = atoi (optarg);
+            break;
+        case 't':
+            b.threads = atoi (optarg);
+            break;
+        case 'r':
+            b.requests = strtoll (optarg, NULL, 10);
+            break;
+        case 'd':
+            b.duration_s = atof (optarg);
+            b.requests = 0;
+            break;
+        case 'P':
+            pid = strtol (optarg, NULL, 10);
+            break;
+        case 'R':
+            b.retry = true;
+            break;
+        case 'a':
+            if (!(b.ack = fopen (optarg, "a"))) {
+                fprintf (stderr, "ingest: %s: %s\n", optarg, strerror (errno));
+                return 1;
+            }
+            break;
+        case 'h':
+            usage (stdout);
+            return 0;
+        default:
+            usage (stderr);
+            return 2;
+        }
+    }
+    if (b.peers < 0) {
+        b.peers = b.nodes - 1;
+    }
+    if (b.nodes < 2 || b.peers < 1 || b.peers >= b.nodes || b.windows < 1
+        || b.windows > FM_API_MAX_WINDOWS || b.threads < 1 || b.threads > b.nodes
+        || b.peers * 2 > FM_API_MAX_LINKS || (b.requests <= 0 && b.duration_s <= 0)) {
+        fprintf (stderr, "ingest: inconsistent options\n");
+        usage (stderr);
+        return 2;
+    }
+    curl_global_init (CURL_GLOBAL_DEFAULT);
+    w = calloc ((size_t)b.threads, sizeof (*w));
+    tid = calloc ((size_t)b.threads, sizeof (*tid));
+    if (!w || !tid) {
+        return 1;
+    }
+    for (int i = 0; i < b.threads; i++) {
+        w[i].b = &b;
+        w[i].first_node = i * b.nodes / b.threads;
+        w[i].nnodes = (i + 1) * b.nodes / b.threads - w[i].first_node;
+        w[i].seq = calloc ((size_t)w[i].nnodes, sizeof (int64_t));
+        w[i].curl = curl_easy_init ();
+        w[i].cap = 1 << 16;
+        w[i].buf = malloc (w[i].cap);
+        w[i].rnd = 12345u + (unsigned)i;
+        if (!w[i].seq || !w[i].curl || !w[i].buf) {
+            return 1;
+        }
+    }
+    if (register_nodes (&w[0]) < 0) {
+        return 1;
+    }
+    if (pid > 0 && (cpu0 = proc_cpu (pid)) < 0) {
+        fprintf (stderr, "ingest: cannot read the CPU time of pid %ld\n", pid);
+        return 1;
+    }
+    self0 = self_cpu ();
+    t0 = fm_time_mono_ns ();
+    b.t_end = t0 + (int64_t)(b.duration_s * 1e9);
+    for (int i = 0; i < b.threads; i++) {
+        pthread_create (&tid[i], NULL, run, &w[i]);
+    }
+    for (int i = 0; i < b.threads; i++) {
+        pthread_join (tid[i], NULL);
+    }
+    elapsed = (fm_time_mono_ns () - t0) / 1e9;
+    qsort (b.lat_ns, b.nlat, sizeof (int64_t), cmp64);
+    printf ("requests %zu windows %" PRId64 " records %" PRId64 " (%d per request)"
+            " failures %" PRId64 " elapsed %.3f s\n",
+            b.nlat,
+            b.acked_windows,
+            b.records,
+            b.windows * b.peers * 2,
+            b.failures,
+            elapsed);
+    printf ("records/s %.0f\n", b.records / elapsed);
+    if (b.nlat > 0) {
+        printf ("latency p50 %.3f ms p99 %.3f ms\n",
+                b.lat_ns[b.nlat / 2] / 1e6,
+                b.lat_ns[(b.nlat * 99) / 100] / 1e6);
+    }
+    if (pid > 0 && (cpu1 = proc_cpu (pid)) >= 0 && b.records > 0) {
+        printf ("fabricd cpu %.3f s = %.3f s per 1M records\n",
+                cpu1 - cpu0,
+                (cpu1 - cpu0) * 1e6 / b.records);
+    }
+    if (b.records > 0) {
+        printf ("ingest cpu %.3f s per 1M records\n",
+                (self_cpu () - self0) * 1e6 / b.records);
+    }
+    for (int i = 0; i < b.threads; i++) {
+        curl_easy_cleanup (w[i].curl);
+        free (w[i].seq);
+        free (w[i].buf);
+    }
+    free (w);
+    free (tid);
+    free (b.lat_ns);
+    if (b.ack) {
+        fclose (b.ack);
+    }
+    curl_global_cleanup ();
+    return 0;
+}

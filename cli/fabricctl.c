@@ -1,0 +1,605 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later
+ * Copyright (C) 2026 The fabric-monitor authors
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "conf.h"
+#include "fm/api.h"
+#include "timeutil.h"
+#include "authcred.h"
+#include "dconf.h"
+
+#define DEFAULT_CONFIG FM_SYSCONFDIR "/fabric-monitor/fabricd.conf"
+#define MAX_ANSWER (64 * 1024 * 1024)
+
+typedef struct {
+    const char *url;
+    const char *socket;
+    bool json;
+    char *owned_url; /* from the configuration, freed at exit */
+    char *owned_socket;
+} ctl_t;
+
+typedef struct {
+    char *data;
+    size_t len;
+    bool too_large;
+} answer_t;
+
+static void die (const char *fmt, ...)
+    __attribute__ ((format (printf, 1, 2), noreturn));
+
+static void die (const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf (stderr, "fabricctl: ");
+    va_start (ap, fmt);
+    vfprintf (stderr, fmt, ap);
+    va_end (ap);
+    fputc ('\n', stderr);
+    exit (1);
+}
+
+static size_t collect (char *p, size_t size, size_t n, void *arg)
+{
+    answer_t *a = arg;
+    size_t len = size * n;
+    char *nd;
+
+    if (a->len + len > MAX_ANSWER) {
+        a->too_large = true;
+        return 0;
+    }
+    if (!(nd = realloc (a->data, a->len + len + 1))) {
+        return 0;
+    }
+    memcpy (nd + a->len, p, len);
+    a->data = nd;
+    a->len += len;
+    a->data[a->len] = '\0';
+    return len;
+}
+
+/* GET path; dies with a clear message on any failure. */
+static json_t *get (const ctl_t *c, const char *path)
+{
+    char url[1024], errbuf[CURL_ERROR_SIZE] = "";
+    answer_t a = {0};
+    struct curl_slist *h = NULL;
+    json_error_t jerr;
+    fm_error_t err;
+    char *auth, *line;
+    long code = 0;
+    json_t *o;
+    CURL *curl;
+    CURLcode rc;
+
+    /* Without a credential the request still goes out: fabricd --insecure-local
+     * needs none, and any other fabricd answers 401, explained below.
+     */
+    if ((auth = fm_authcred_header ("GET", path, NULL, 0, c->socket, &err))) {
+        if (asprintf (&line, "Authorization: %s", auth) < 0) {
+            die ("out of memory");
+        }
+        free (auth);
+        h = curl_slist_append (h, line);
+        free (line);
+    }
+    snprintf (url, sizeof (url), "%s%s", c->url, path);
+    if (!(curl = curl_easy_init ())) {
+        die ("cannot initialise libcurl");
+    }
+    curl_easy_setopt (curl, CURLOPT_URL, url);
+    curl_easy_setopt (curl, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt (curl, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt (curl, CURLOPT_WRITEDATA, &a);
+    curl_easy_setopt (curl, CURLOPT_ERRORBUFFER, errbuf);
+    curl_easy_setopt (curl, CURLOPT_TIMEOUT, 30L);
+    curl_easy_setopt (curl, CURLOPT_CONNECTTIMEOUT, 5L);
+    rc = curl_easy_perform (curl);
+    curl_easy_getinfo (curl, CURLINFO_RESPONSE_CODE, &code);
+    curl_easy_cleanup (curl);
+    curl_slist_free_all (h);
+    if (rc != CURLE_OK) {
+        if (rc == CURLE_COULDNT_CONNECT) {
+            die ("cannot reach fabricd at %s: %s (is fabricd running?)",
+                 c->url,
+                 errbuf[0] ? errbuf : curl_easy_strerror (rc));
+        }
+        die ("%s: %s",
+             url,
+             a.too_large ? "answer too large"
+             : errbuf[0] ? errbuf
+                         : curl_easy_strerror (rc));
+    }
+    o = json_loadb (a.data ? a.data : "", a.len, 0, &jerr);
+    free (a.data);
+    if (!o) {
+        die ("%s: HTTP %ld with an answer that is not JSON (%s)", url, code, jerr.text);
+    }
+    if (code < 200 || code > 299) {
+        const char *msg = NULL, *ecode = NULL;
+        json_unpack (o, "{s:{s?s, s?s}}", "error", "code", &ecode, "message", &msg);
+        if (code == 401 && !auth) {
+            die ("%s: HTTP 401: cannot create a munge credential: %s", path, err.text);
+        }
+        die ("%s: HTTP %ld %s: %s",
+             path,
+             code,
+             ecode ? ecode : "",
+             msg ? msg : "(no message)");
+    }
+    return o;
+}
+
+/* An aligned table: cells are copied. */
+typedef struct {
+    size_t ncols, nrows, cap;
+    char **cells;
+    size_t width[16];
+} table_t;
+
+static void row (table_t *t, ...)
+{
+    va_list ap;
+
+    if (t->nrows == t->cap) {
+        t->cap = t->cap ? t->cap * 2 : 32;
+        if (!(t->cells = realloc (t->cells, t->cap * t->ncols * sizeof (char *)))) {
+            die ("out of memory");
+        }
+    }
+    va_start (ap, t);
+    for (size_t i = 0; i < t->ncols; i++) {
+        const char *s = va_arg (ap, const char *);
+        char *copy = strdup (s ? s : "-");
+        size_t len;
+        if (!copy) {
+            die ("out of memory");
+        }
+        t->cells[t->nrows * t->ncols + i] = copy;
+        if ((len = strlen (copy)) > t->width[i]) {
+            t->width[i] = len;
+        }
+    }
+    va_end (ap);
+    t->nrows++;
+}
+
+static void table_print (table_t *t)
+{
+    for (size_t r = 0; r < t->nrows; r++) {
+        for (size_t i = 0; i < t->ncols; i++) {
+            const char *s = t->cells[r * t->ncols + i];
+            if (i + 1 == t->ncols) {
+                printf ("%s\n", s);
+            } else {
+                printf ("%-*s  ", (int)t->width[i], s);
+            }
+            free (t->cells[r * t->ncols + i]);
+        }
+    }
+    free (t->cells);
+}
+
+static const char *fmt_ns (json_t *v, char *buf, size_t len)
+{
+    double ns;
+
+    if (!json_is_integer (v)) {
+        return "-";
+    }
+    ns = (double)json_integer_value (v);
+    if (ns < 0 ? -ns < 1e3 : ns < 1e3) {
+        snprintf (buf, len, "%.0fns", ns);
+    } else if (ns < 0 ? -ns < 1e6 : ns < 1e6) {
+        snprintf (buf, len, "%.1fus", ns / 1e3);
+    } else if (ns < 0 ? -ns < 1e9 : ns < 1e9) {
+        snprintf (buf, len, "%.2fms", ns / 1e6);
+    } else {
+        snprintf (buf, len, "%.2fs", ns / 1e9);
+    }
+    return buf;
+}
+
+static const char *fmt_int (json_t *v, char *buf, size_t len)
+{
+    if (!json_is_integer (v)) {
+        return "-";
+    }
+    snprintf (buf, len, "%" JSON_INTEGER_FORMAT, json_integer_value (v));
+    return buf;
+}
+
+static const char *fmt_pct (json_t *v, char *buf, size_t len)
+{
+    if (!json_is_number (v)) {
+        return "-";
+    }
+    snprintf (buf, len, "%.2f%%", json_number_value (v) * 100);
+    return buf;
+}
+
+static const char *fmt_age (json_t *v, char *buf, size_t len)
+{
+    int64_t age;
+
+    if (!json_is_integer (v)) {
+        return "-";
+    }
+    age = (fm_time_real_ns () - json_integer_value (v)) / FM_NSEC_PER_SEC;
+    if (age < 0) {
+        age = 0;
+    }
+    if (age < 120) {
+        snprintf (buf, len, "%llds ago", (long long)age);
+    } else if (age < 7200) {
+        snprintf (buf, len, "%lldm ago", (long long)age / 60);
+    } else {
+        snprintf (buf, len, "%lldh ago", (long long)age / 3600);
+    }
+    return buf;
+}
+
+static void print_json (json_t *o)
+{
+    char *s = json_dumps (o, JSON_INDENT (2) | JSON_SORT_KEYS);
+
+    if (!s) {
+        die ("out of memory");
+    }
+    printf ("%s\n", s);
+    free (s);
+}
+
+static void links_table (json_t *links)
+{
+    table_t t = {.ncols = 11};
+    size_t i;
+    json_t *l;
+
+    row (&t,
+         "SRC",
+         "DST",
+         "REPORTER",
+         "WINDOWS",
+         "SENT",
+         "LOST",
+         "LOSS",
+         "RTT_P50",
+         "RTT_P99",
+         "OWD_P50",
+         "OWD_P99");
+    json_array_foreach (links, i, l)
+    {
+        char b[8][32];
+        row (&t,
+             json_string_value (json_object_get (l, "src")),
+             json_string_value (json_object_get (l, "dst")),
+             json_string_value (json_object_get (l, "reporter")),
+             fmt_int (json_object_get (l, "windows"), b[0], 32),
+             fmt_int (json_object_get (l, "sent"), b[1], 32),
+             fmt_int (json_object_get (l, "lost"), b[2], 32),
+             fmt_pct (json_object_get (l, "loss_ratio"), b[3], 32),
+             fmt_ns (json_object_get (l, "rtt_p50_ns"), b[4], 32),
+             fmt_ns (json_object_get (l, "rtt_p99_ns"), b[5], 32),
+             fmt_ns (json_object_get (l, "owd_p50_ns"), b[6], 32),
+             fmt_ns (json_object_get (l, "owd_p99_ns"), b[7], 32));
+    }
+    table_print (&t);
+}
+
+static void cmd_status (const ctl_t *c)
+{
+    json_t *o = get (c, "/v1/status");
+
+    if (c->json) {
+        print_json (o);
+    } else {
+        json_t *st = json_object_get (o, "store"), *in = json_object_get (o, "ingest");
+        char b[8][32];
+        table_t t = {.ncols = 2};
+        row (&t, "status:", json_string_value (json_object_get (o, "status")));
+        row (&t, "version:", json_string_value (json_object_get (o, "version")));
+        row (&t, "api:", json_string_value (json_object_get (o, "api")));
+        row (&t, "uptime:", fmt_ns (json_object_get (o, "uptime_ns"), b[0], 32));
+        row (&t,
+             "insecure:",
+             json_is_true (json_object_get (o, "insecure")) ? "yes" : "no");
+        row (&t, "store:", json_string_value (json_object_get (st, "backend")));
+        row (&t, "jobs:", fmt_int (json_object_get (st, "jobs"), b[1], 32));
+        row (&t, "nodes:", fmt_int (json_object_get (st, "nodes"), b[2], 32));
+        row (&t, "windows:", fmt_int (json_object_get (st, "windows"), b[3], 32));
+        row (&t, "records:", fmt_int (json_object_get (st, "records"), b[4], 32));
+        row (&t, "ingested:", fmt_int (json_object_get (in, "records"), b[5], 32));
+        row (&t, "rejected:", fmt_int (json_object_get (in, "rejected"), b[6], 32));
+        table_print (&t);
+    }
+    json_decref (o);
+}
+
+static void cmd_nodes (const ctl_t *c)
+{
+    json_t *o = get (c, "/v1/nodes");
+    table_t t = {.ncols = 9};
+    size_t i;
+    json_t *n;
+
+    if (c->json) {
+        print_json (o);
+        json_decref (o);
+        return;
+    }
+    row (&t,
+         "NODE",
+         "LAST_SEEN",
+         "JOB",
+         "WINDOWS",
+         "LINKS",
+         "LOSS",
+         "RTT_P99_MAX",
+         "CLOCK_OFFSET",
+         "HEALTH");
+    json_array_foreach (json_object_get (o, "nodes"), i, n)
+    {
+        char b[8][32];
+        snprintf (
+            b[6], 32, "%zu records", json_array_size (json_object_get (n, "health")));
+        row (&t,
+             json_string_value (json_object_get (n, "node")),
+             fmt_age (json_object_get (n, "last_seen_ns"), b[0], 32),
+             fmt_int (json_object_get (n, "last_job_id"), b[1], 32),
+             fmt_int (json_object_get (n, "windows"), b[2], 32),
+             fmt_int (json_object_get (n, "links"), b[3], 32),
+             fmt_pct (json_object_get (n, "loss_ratio"), b[4], 32),
+             fmt_ns (json_object_get (n, "rtt_p99_max_ns"), b[5], 32),
+             fmt_ns (json_object_get (n, "clock_offset_ns"), b[7], 32),
+             b[6]);
+    }
+    table_print (&t);
+    json_decref (o);
+}
+
+static void cmd_links (const ctl_t *c, long worst)
+{
+    char path[64];
+    json_t *o;
+
+    if (worst > 0) {
+        snprintf (path, sizeof (path), "/v1/links?worst=%ld", worst);
+    } else {
+        snprintf (path, sizeof (path), "/v1/links");
+    }
+    o = get (c, path);
+    if (c->json) {
+        print_json (o);
+    } else {
+        links_table (json_object_get (o, "links"));
+    }
+    json_decref (o);
+}
+
+static void cmd_job (const ctl_t *c, const char *id)
+{
+    char path[64], b[8][32];
+    table_t t = {.ncols = 6};
+    json_t *job, *sum, *a;
+    char *end;
+    long long v;
+    size_t i;
+
+    errno = 0;
+    v = strtoll (id, &end, 10);
+    if (errno != 0 || end == id || *end != '\0' || v < 1 || v > FM_API_JOB_ID_MAX) {
+        die ("'%s' is not a job id", id);
+    }
+    snprintf (path, sizeof (path), "/v1/jobs/%lld", v);
+    job = get (c, path);
+    snprintf (path, sizeof (path), "/v1/jobs/%lld/summary", v);
+    sum = get (c, path);
+    if (c->json) {
+        json_object_set (job, "summary", sum);
+        print_json (job);
+        json_decref (job);
+        json_decref (sum);
+        return;
+    }
+    printf ("job %lld  user %s  nodes %zu/%s  windows %s  records %s\n\n",
+            v,
+            fmt_int (json_object_get (job, "user_id"), b[0], 32),
+            json_array_size (json_object_get (job, "agents")),
+            fmt_int (json_object_get (job, "expected"), b[1], 32),
+            fmt_int (json_object_get (sum, "windows"), b[2], 32),
+            fmt_int (json_object_get (sum, "records"), b[3], 32));
+    row (&t, "AGENT", "NODE", "PROBE", "REGISTERED", "LAST_SEQ", "WINDOWS");
+    json_array_foreach (json_object_get (job, "agents"), i, a)
+    {
+        char probe[96];
+        snprintf (probe,
+                  sizeof (probe),
+                  "%s:%s",
+                  json_string_value (json_object_get (a, "probe_addr")),
+                  fmt_int (json_object_get (a, "probe_port"), b[4], 32));
+        row (&t,
+             fmt_int (json_object_get (a, "agent_id"), b[0], 32),
+             json_string_value (json_object_get (a, "node")),
+             probe,
+             fmt_age (json_object_get (a, "registered_ns"), b[1], 32),
+             fmt_int (json_object_get (a, "last_seq"), b[2], 32),
+             fmt_int (json_object_get (a, "windows"), b[3], 32));
+    }
+    table_print (&t);
+    printf ("\n");
+    links_table (json_object_get (sum, "links"));
+    json_decref (job);
+    json_decref (sum);
+}
+
+/* URL and munge socket from fabricd's configuration, when it can be read. */
+static void from_config (ctl_t *c, const char *path, bool required)
+{
+    fm_error_t err;
+    fm_conf_t *conf;
+    const char *addr;
+    char *url;
+
+    if (!required && access (path, R_OK) != 0) {
+        return;
+    }
+    if (!(conf = fm_conf_create (fm_dconf_table, &err))) {
+        die ("%s", err.text);
+    }
+    if (fm_conf_load_file (conf, path, &err) < 0) {
+        die ("%s", err.text);
+    }
+    addr = fm_conf_string (conf, "listen_address");
+    if (!addr || strcmp (addr, "0.0.0.0") == 0) {
+        addr = "127.0.0.1";
+    } else if (strcmp (addr, "::") == 0) {
+        addr = "::1";
+    }
+    if (asprintf (&url,
+                  strchr (addr, ':') ? "http://[%s]:%lld" : "http://%s:%lld",
+                  addr,
+                  (long long)fm_conf_int (conf, "listen_port"))
+        < 0) {
+        die ("out of memory");
+    }
+    if (!c->url) {
+        c->url = c->owned_url = url;
+    } else {
+        free (url);
+    }
+    if (!c->socket && fm_conf_string (conf, "munge_socket")) {
+        if (!(c->owned_socket = strdup (fm_conf_string (conf, "munge_socket")))) {
+            die ("out of memory");
+        }
+        c->socket = c->owned_socket;
+    }
+    fm_conf_destroy (conf);
+}
+
+static void usage (FILE *fp)
+{
+    fprintf (fp,
+             "Usage: fabricctl [OPTIONS] COMMAND\n"
+             "Commands:\n"
+             "  status            daemon status\n"
+             "  nodes             nodes and their latest report\n"
+             "  links [--worst N] links, worst first\n"
+             "  job ID            a job's agents and links\n"
+             "Options:\n"
+             "  -c, --config PATH    fabricd configuration to take the URL and munge "
+             "socket\n"
+             "                       from (default %s, if readable)\n"
+             "  -u, --url URL        fabricd URL (default %s)\n"
+             "  -m, --munge-socket PATH  munged socket\n"
+             "  -j, --json           print the daemon's JSON instead of tables\n"
+             "  -h, --help\n",
+             DEFAULT_CONFIG,
+             FM_API_DEFAULT_URL);
+}
+
+int main (int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"url", required_argument, NULL, 'u'},
+        {"munge-socket", required_argument, NULL, 'm'},
+        {"json", no_argument, NULL, 'j'},
+        {"worst", required_argument, NULL, 'w'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    ctl_t c = {0};
+    const char *config = NULL;
+    const char *cmd;
+    long worst = 0;
+    int opt;
+
+    while ((opt = getopt_long (argc, argv, "+c:u:m:jh", opts, NULL)) != -1) {
+        switch (opt) {
+        case 'c':
+            config = optarg;
+            break;
+        case 'u':
+            c.url = optarg;
+            break;
+        case 'm':
+            c.socket = optarg;
+            break;
+        case 'j':
+            c.json = true;
+            break;
+        case 'h':
+            usage (stdout);
+            return 0;
+        default:
+            usage (stderr);
+            return 2;
+        }
+    }
+    if (optind >= argc) {
+        usage (stderr);
+        return 2;
+    }
+    cmd = argv[optind++];
+    if (strcmp (cmd, "links") == 0) {
+        /* Options after the command ("links --worst 5"). */
+        while ((opt = getopt_long (argc, argv, "+j", opts, NULL)) != -1) {
+            char *end;
+            if (opt == 'w') {
+                errno = 0;
+                worst = strtol (optarg, &end, 10);
+                if (errno != 0 || *end != '\0' || worst < 1 || worst > 10000) {
+                    die ("--worst: expected an integer within [1, 10000]");
+                }
+            } else if (opt == 'j') {
+                c.json = true;
+            } else {
+                usage (stderr);
+                return 2;
+            }
+        }
+    }
+    if (!c.url || !c.socket) {
+        from_config (&c, config ? config : DEFAULT_CONFIG, config != NULL);
+    }
+    if (!c.url) {
+        c.url = FM_API_DEFAULT_URL;
+    }
+    if (curl_global_init (CURL_GLOBAL_DEFAULT) != 0) {
+        die ("cannot initialise libcurl");
+    }
+    if (strcmp (cmd, "status") == 0 && optind == argc) {
+        cmd_status (&c);
+    } else if (strcmp (cmd, "nodes") == 0 && optind == argc) {
+        cmd_nodes (&c);
+    } else if (strcmp (cmd, "links") == 0 && optind == argc) {
+        cmd_links (&c, worst);
+    } else if (strcmp (cmd, "job") == 0 && optind + 1 == argc) {
+        cmd_job (&c, argv[optind]);
+    } else {
+        fprintf (stderr, "fabricctl: unknown command or wrong arguments: %s\n", cmd);
+        usage (stderr);
+        return 2;
+    }
+    curl_global_cleanup ();
+    free (c.owned_url);
+    free (c.owned_socket);
+    return 0;
+}

@@ -1,0 +1,323 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later
+ * Copyright (C) 2026 The fabric-monitor authors
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "conf.h"
+#include "fm/api.h"
+#include "log.h"
+#include "path.h"
+#include "timeutil.h"
+#include "api.h"
+#include "arena.h"
+#include "dconf.h"
+#include "http.h"
+
+#define DEFAULT_CONFIG FM_SYSCONFDIR "/fabric-monitor/fabricd.conf"
+
+static const struct option longopts[] = {
+    {"config", required_argument, NULL, 'c'},
+    {"insecure-local", no_argument, NULL, 'I'},
+    {"log-level", required_argument, NULL, 'L'},
+    {"show-config", no_argument, NULL, 'S'},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0},
+};
+
+static void usage (FILE *fp)
+{
+    fprintf (
+        fp,
+        "Usage: fabricd [OPTIONS]\n"
+        "The fabric-monitor site daemon (HTTP API: doc/api.md). Runs in the\n"
+        "foreground and logs to stderr.\n"
+        "  -c, --config PATH      configuration file (default %s)\n"
+        "      --insecure-local   no munge: accept unauthenticated requests as root;\n"
+        "                         development only, loopback addresses only\n"
+        "      --log-level LEVEL  err, warning, notice, info or debug\n"
+        "      --show-config      print the effective configuration and exit\n"
+        "  -h, --help             this text\n"
+        "  -V, --version          print the version\n",
+        DEFAULT_CONFIG);
+}
+
+static void die (const char *fmt, ...)
+    __attribute__ ((format (printf, 1, 2), noreturn));
+
+static void die (const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+
+    va_start (ap, fmt);
+    vsnprintf (buf, sizeof (buf), fmt, ap);
+    va_end (ap);
+    /* stderr is always a sink, so fatal start-up errors reach the terminal. */
+    fm_err ("%s", buf);
+    exit (1);
+}
+
+/* systemd Type=notify without libsystemd. */
+static void sd_notify_msg (const char *msg)
+{
+    const char *path = getenv ("NOTIFY_SOCKET");
+    struct sockaddr_un sun = {.sun_family = AF_UNIX};
+    size_t len;
+    int fd;
+
+    if (!path || (path[0] != '/' && path[0] != '@')
+        || (len = strlen (path)) >= sizeof (sun.sun_path)) {
+        return;
+    }
+    memcpy (sun.sun_path, path, len);
+    if (sun.sun_path[0] == '@') {
+        sun.sun_path[0] = '\0';
+    }
+    if ((fd = socket (AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0) {
+        return;
+    }
+    if (sendto (fd,
+                msg,
+                strlen (msg),
+                MSG_NOSIGNAL,
+                (struct sockaddr *)&sun,
+                (socklen_t)(offsetof (struct sockaddr_un, sun_path) + len))
+        < 0) {
+        fm_warn ("sd_notify: %s", strerror (errno));
+    }
+    close (fd);
+}
+
+static void prune (fm_store_t *st, int64_t retention_ns)
+{
+    fm_error_t err;
+    int64_t removed;
+
+    if (fm_store_prune (st, fm_time_real_ns () - retention_ns, &removed, &err) < 0) {
+        fm_warn ("prune: %s", err.text);
+    } else if (removed > 0) {
+        fm_info ("pruned %lld windows older than the retention", (long long)removed);
+    }
+}
+
+int main (int argc, char **argv)
+{
+    const char *config = NULL;
+    bool insecure = false, show = false;
+    const char *log_level = NULL;
+    fm_daemon_t d = {0};
+    fm_idlist_t report_uids, admin_uids, admin_gids;
+    fm_error_t err;
+    fm_conf_t *conf;
+    fm_store_t *pruner;
+    fm_http_t *http;
+    const char *addr, *state_dir, *socket_path;
+    char *db_path;
+    int64_t prune_ns, next_prune;
+    sigset_t sigs;
+    int level, opt;
+    fm_store_sync_t sync;
+
+    fm_log_init ("fabricd", FM_LOG_STDERR, LOG_INFO);
+    while ((opt = getopt_long (argc, argv, "c:hV", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'c':
+            config = optarg;
+            break;
+        case 'I':
+            insecure = true;
+            break;
+        case 'L':
+            log_level = optarg;
+            break;
+        case 'S':
+            show = true;
+            break;
+        case 'h':
+            usage (stdout);
+            return 0;
+        case 'V':
+            printf ("fabricd %s (API %s)\n", PACKAGE_VERSION, FM_API_VERSION_STRING);
+            return 0;
+        default:
+            usage (stderr);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf (stderr, "fabricd: unexpected argument '%s'\n", argv[optind]);
+        usage (stderr);
+        return 2;
+    }
+    if (!(conf = fm_conf_create (fm_dconf_table, &err))) {
+        die ("%s", err.text);
+    }
+    if (log_level && fm_conf_set_locked (conf, "log_level", log_level, &err) < 0) {
+        die ("--log-level: %s", err.text);
+    }
+    if (config || access (DEFAULT_CONFIG, F_OK) == 0) {
+        if (fm_conf_load_file (conf, config ? config : DEFAULT_CONFIG, &err) < 0) {
+            die ("%s", err.text);
+        }
+    }
+    if (show) {
+        fm_conf_dump (conf, stdout);
+        fm_conf_destroy (conf);
+        return 0;
+    }
+    if ((level = fm_log_level_parse (fm_conf_string (conf, "log_level"))) < 0) {
+        die ("log_level: unknown level '%s'", fm_conf_string (conf, "log_level"));
+    }
+    fm_log_init ("fabricd",
+                 FM_LOG_STDERR | (fm_conf_bool (conf, "syslog") ? FM_LOG_SYSLOG : 0),
+                 level);
+    if (sodium_init () < 0) {
+        die ("libsodium failed to initialise");
+    }
+    if (fm_idlist_parse (
+            fm_conf_string (conf, "report_uids"), false, &report_uids, &err)
+        < 0) {
+        die ("report_uids: %s", err.text);
+    }
+    if (fm_idlist_parse (fm_conf_string (conf, "admin_uids"), false, &admin_uids, &err)
+        < 0) {
+        die ("admin_uids: %s", err.text);
+    }
+    if (fm_idlist_parse (fm_conf_string (conf, "admin_groups"), true, &admin_gids, &err)
+        < 0) {
+        die ("admin_groups: %s", err.text);
+    }
+    addr = fm_conf_string (conf, "listen_address");
+    socket_path = fm_conf_string (conf, "munge_socket");
+    if (insecure) {
+        if (!addr || !fm_http_is_loopback (addr)) {
+            die (
+                "--insecure-local refuses listen_address '%s': only loopback addresses",
+                addr ? addr : "");
+        }
+        fm_warn ("--insecure-local: requests are not authenticated; development only");
+        socket_path = NULL;
+    } else if (!socket_path || !*socket_path) {
+        die ("munge_socket is not configured: fabricd needs munge to authenticate"
+             " requests (or --insecure-local for development)");
+    }
+    if (!(d.auth = fm_auth_create (
+              socket_path, &report_uids, &admin_uids, &admin_gids, insecure, &err))) {
+        die ("%s", err.text);
+    }
+    if (fm_auth_selftest (d.auth, &err) < 0) {
+        die (
+            "munge is not usable (socket %s): %s; start munged, or use --insecure-local"
+            " for development",
+            socket_path,
+            err.text);
+    }
+    state_dir = fm_conf_string (conf, "state_dir");
+    if (!state_dir || state_dir[0] != '/') {
+        die ("state_dir must be an absolute path");
+    }
+    if (fm_path_mkdir_secure (state_dir, 0700, &err) < 0) {
+        die ("state_dir: %s", err.text);
+    }
+    if (asprintf (&db_path, "%s/fabricd.db", state_dir) < 0) {
+        die ("out of memory");
+    }
+    sync = fm_conf_enum (conf, "store_sync") == 1 ? FM_STORE_SYNC_FULL
+                                                  : FM_STORE_SYNC_NORMAL;
+    if (!(d.store = fm_store_open (
+              "sqlite", db_path, sync | FM_STORE_BACKGROUND_CHECKPOINT, &err))) {
+        die ("store %s: %s", db_path, err.text);
+    }
+    /* A second connection, so pruning runs here without blocking the HTTP thread
+     * for longer than one transaction.
+     */
+    if (!(pruner = fm_store_open ("sqlite", db_path, sync, &err))) {
+        die ("store %s: %s", db_path, err.text);
+    }
+    if (fm_arena_install () < 0) {
+        die ("out of memory");
+    }
+    if (!(d.metrics = fm_metrics_create (fm_api_route_names, fm_api_nroutes))) {
+        die ("out of memory");
+    }
+    d.start_real_ns = fm_time_real_ns ();
+    d.start_mono_ns = fm_time_mono_ns ();
+    d.max_body = fm_conf_size (conf, "max_body");
+    d.retention_ns = fm_conf_duration (conf, "retention");
+    d.window_ns = fm_conf_duration (conf, "report_window");
+    d.metrics_public = fm_conf_bool (conf, "metrics_public");
+    d.insecure = insecure;
+    prune_ns = fm_conf_duration (conf, "prune_interval");
+
+    sigemptyset (&sigs);
+    sigaddset (&sigs, SIGINT);
+    sigaddset (&sigs, SIGTERM);
+    sigaddset (&sigs, SIGHUP);
+    pthread_sigmask (SIG_BLOCK, &sigs, NULL);
+    signal (SIGPIPE, SIG_IGN);
+
+    if (!(http = fm_http_start (&d,
+                                addr,
+                                (int)fm_conf_int (conf, "listen_port"),
+                                (unsigned)fm_conf_int (conf, "max_connections"),
+                                (unsigned)(fm_conf_duration (conf, "connection_timeout")
+                                           / FM_NSEC_PER_SEC),
+                                &err))) {
+        die ("%s", err.text);
+    }
+    fm_notice ("listening on %s port %lld, store %s (schema %d)%s",
+               addr,
+               (long long)fm_conf_int (conf, "listen_port"),
+               db_path,
+               fm_store_schema_version (d.store),
+               insecure ? ", INSECURE" : "");
+    sd_notify_msg ("READY=1");
+
+    prune (pruner, d.retention_ns);
+    next_prune = fm_time_mono_ns () + prune_ns;
+    for (;;) {
+        struct timespec ts = fm_ns_to_timespec (FM_NSEC_PER_SEC);
+        int sig = sigtimedwait (&sigs, NULL, &ts);
+
+        if (sig == SIGHUP) {
+            fm_info ("SIGHUP ignored: restart fabricd to change its configuration");
+        } else if (sig > 0) {
+            fm_notice ("signal %d: shutting down", sig);
+            break;
+        }
+        if (fm_store_checkpoint (pruner, &err) < 0) {
+            fm_warn ("%s", err.text);
+        }
+        if (fm_time_mono_ns () >= next_prune) {
+            prune (pruner, d.retention_ns);
+            next_prune = fm_time_mono_ns () + prune_ns;
+        }
+    }
+    sd_notify_msg ("STOPPING=1");
+    fm_http_stop (http);
+    fm_store_close (pruner);
+    fm_store_close (d.store);
+    fm_metrics_destroy (d.metrics);
+    fm_auth_destroy (d.auth);
+    free (db_path);
+    fm_conf_destroy (conf);
+    fm_log_fini ();
+    return 0;
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: GPL-3.0-or-later
+ * Copyright (C) 2026 The fabric-monitor authors
+ */
+#ifndef FM_METRICS_H
+#define FM_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "store.h"
+
+/* Counters and the Prometheus exposition of GET /metrics. Used by one thread. */
+typedef struct fm_metrics fm_metrics_t;
+
+/* route_names: the route labels, indexed by the route numbers passed to
+ * fm_metrics_request(); the array must outlive the metrics.
+ */
+fm_metrics_t *fm_metrics_create (const char *const *route_names, size_t nroutes);
+void fm_metrics_destroy (fm_metrics_t *m);
+
+void fm_metrics_request (fm_metrics_t *m, size_t route, int status, double seconds);
+void fm_metrics_ingest (fm_metrics_t *m,
+                        size_t windows,
+                        size_t records,
+                        size_t duplicates);
+void fm_metrics_rejected (fm_metrics_t *m, const char *code);
+
+typedef struct {
+    uint64_t requests, windows, records, duplicates, rejected;
+} fm_ingest_counts_t;
+
+void fm_metrics_ingest_counts (const fm_metrics_t *m, fm_ingest_counts_t *c);
+
+/* Render the exposition, with node and link gauges from windows ending at or
+ * after since_ns. Returns a malloc'd text, *len its length; NULL/errno + err.
+ */
+char *fm_metrics_render (fm_metrics_t *m,
+                         fm_store_t *st,
+                         int64_t since_ns,
+                         int64_t start_real_ns,
+                         size_t *len,
+                         fm_error_t *err);
+
+#endif /* FM_METRICS_H */

@@ -1,0 +1,48 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-3.0-or-later
+# Copyright (C) 2026 The fabric-monitor authors
+#
+# Acceptance: a 4-node `sbatch --fabric-monitor` job of 30 s. fabricd holds
+# windows for all 12 directed links, the job's output ends with the summary,
+# and every agent is gone afterwards.
+. "$FM_SRCDIR/spank/test/sys.sh"
+mc_require
+command -v jq >/dev/null || plan_skip_all "jq is not installed"
+plan 10
+
+mc_up --nodes 4
+ok $? "minicluster up with 4 nodes"
+[ "$FM_PLUGIN" = yes ] && [ "$FM_FABRICD" = yes ] || { diag "plugin or fabricd missing"; exit 1; }
+
+t0=$(mc_now)
+id=$(mc_sbatch -N4 -o job-%j.out --fabric-monitor --wrap 'srun -N4 sleep 30; echo job done')
+mc_wait_job "$id" RUNNING 30
+ok $? "job $id runs"
+sleep 8
+agents=$(fm_get "/v1/jobs/$id" | jq '.agents | length')
+is "$agents" 4 "all 4 agents registered while the job runs"
+mc_wait_job "$id" COMPLETED 90
+ok $? "the job completes"
+diag "job took $(mc_elapsed "$t0" "$(mc_now)") s from submission"
+
+summary=$(fm_get "/v1/jobs/$id/summary")
+# each directed link is reported by its sender (out) and its receiver (in)
+is "$(echo "$summary" | jq -r '.links[] | "\(.src)>\(.dst)"' | sort -u | wc -l)" 12 \
+    "fabricd holds windows for all 12 directed links"
+is "$(echo "$summary" | jq '[.links[] | select(.windows >= 5)] | length')" 24 \
+    "every link has at least 5 windows from each of its two reporters"
+sent=$(echo "$summary" | jq '[.links[].sent] | add')
+lost=$(echo "$summary" | jq '[.links[].lost] | add')
+diag "probes sent $sent, lost $lost; worst link: $(echo "$summary" | jq -c '.links[0]')"
+ok "$([ "$sent" -ge 6000 ] && [ "$lost" -le $((sent / 100)) ]; echo $?)" \
+    "about 10 probes/s on every link, under 1% lost on a clean fabric"
+
+out=$MC_HOME/job-$id.out
+grep -q '^job done$' "$out"
+ok $? "the job's own output is intact"
+fm_summary_ok "$out"
+ok $? "the job's output ends with the fabric summary"
+diag "$(tail -n 4 "$out")"
+fm_no_agents "$id" && ! grep -L 'sending the last window' "$FM_RUNDIR"/agent/fmn*/job."$id".log | grep -q .
+ok $? "every agent sent its last window on SIGTERM and its state is gone"
+done_testing
