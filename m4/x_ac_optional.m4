@@ -35,3 +35,19 @@ AC_DEFUN([X_AC_NFQUEUE], [
      AC_MSG_NOTICE([libnetfilter_queue not found: minicluster delay faults disabled (install libnetfilter-queue-dev)])])
   AM_CONDITIONAL([HAVE_NFQUEUE], [test "x$x_ac_have_nfqueue" = xyes])
 ])
+
+# X_AC_LIBFUZZER: fuzz targets link with libFuzzer when the compiler has it (clang);
+# otherwise they link with a standalone driver that replays corpus files.
+AC_DEFUN([X_AC_LIBFUZZER], [
+  AC_MSG_CHECKING([whether $CC links -fsanitize=fuzzer])
+  save_CFLAGS=$CFLAGS; CFLAGS="$CFLAGS -fsanitize=fuzzer"
+  AC_LINK_IFELSE([AC_LANG_SOURCE([[
+#include <stddef.h>
+#include <stdint.h>
+int LLVMFuzzerTestOneInput (const uint8_t *d, size_t n);
+int LLVMFuzzerTestOneInput (const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }]])],
+    [x_ac_have_libfuzzer=yes], [x_ac_have_libfuzzer=no])
+  CFLAGS=$save_CFLAGS
+  AC_MSG_RESULT([$x_ac_have_libfuzzer])
+  AM_CONDITIONAL([HAVE_LIBFUZZER], [test "x$x_ac_have_libfuzzer" = xyes])
+])
