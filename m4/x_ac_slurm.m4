@@ -30,11 +30,11 @@ AC_DEFUN([X_AC_SLURM], [
   ], [x_ac_slurm_why="(disabled by --without-slurm)"])
   AC_ARG_WITH([slurm-plugindir],
     [AS_HELP_STRING([--with-slurm-plugindir=DIR],
-      [where Slurm loads plugins from (default: Debian's LIBDIR/slurm-wlm when present, else LIBDIR/slurm)])],
+      [where Slurm loads plugins from (default: PREFIX/lib/MULTIARCH/slurm-wlm when Debian's layout is present, else LIBDIR/slurm)])],
     [slurm_plugindir=$withval],
     [x_ac_multiarch=`$CC -print-multiarch 2>/dev/null`
      AS_IF([test -n "$x_ac_multiarch" && test -d "/usr/lib/$x_ac_multiarch/slurm-wlm"],
-       [slurm_plugindir="\${libdir}/slurm-wlm"],
+       [slurm_plugindir="\${prefix}/lib/$x_ac_multiarch/slurm-wlm"],
        [slurm_plugindir="\${libdir}/slurm"])])
   AC_SUBST([slurm_plugindir])
   AC_SUBST([SLURM_CPPFLAGS])
