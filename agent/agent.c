@@ -21,6 +21,7 @@
 #include <sodium.h>
 
 #include "agent.h"
+#include "clockpage.h"
 #include "client.h"
 #include "engine.h"
 #include "fm/api.h"
@@ -39,6 +40,13 @@
 #define PEER_POLL_NS (2LL * FM_NSEC_PER_SEC)
 #define PEER_POLL_MIN_NS (50LL * 1000 * 1000)
 #define REQUEST_TIMEOUT_NS (1LL * FM_NSEC_PER_SEC)
+/* the job timeline page: refreshed this often, trusted for VALID_FOR */
+#define PUBLISH_NS (250LL * 1000 * 1000)
+#define PUBLISH_VALID_NS (2LL * FM_NSEC_PER_SEC)
+/* how fast the published bound grows away from its epoch: the drift
+ * uncertainty, conservatively (doc/clock.md)
+ */
+#define PUBLISH_BOUND_RATE_PPB 100
 /* a peer polls fabricd for new nodes at least this often (PEER_POLL_NS) */
 #define STARTUP_GRACE_NS PEER_POLL_NS
 
@@ -68,6 +76,7 @@ typedef struct {
     bool peers_changed;
     bool poll_now; /* a node we cannot answer yet is probing us */
     fm_spool_t *spool;
+    bool last_spooled; /* the last window of this agent's life is in the spool */
     uint64_t sent_windows;
     uint64_t refused_windows;
 } shared_t;
@@ -120,8 +129,7 @@ static void take_peers (shared_t *sh, json_t *peers)
     size_t i;
     json_t *p;
 
-    json_array_foreach (peers, i, p)
-    {
+    json_array_foreach (peers, i, p) {
         const char *node, *addr;
         json_int_t port;
         int idx;
@@ -164,7 +172,9 @@ static void notify_main (shared_t *sh)
     }
 }
 
-static int do_register (shared_t *sh, fm_client_t *c)
+/* A daemon that is down or misconfigured stays so for a while: say it once an
+ * hour, with the number of failed retries, not once per retry. */
+static int do_register (shared_t *sh, fm_client_t *c, fm_ratelimit_t *rl)
 {
     const fm_agent_cfg_t *cfg = sh->cfg;
     json_t *req, *ans = NULL, *peers;
@@ -174,9 +184,11 @@ static int do_register (shared_t *sh, fm_client_t *c)
     fm_error_t err;
     int status;
 
-    req = json_pack ("{s:I, s:s, s:I, s:s, s:s, s:i}",
+    req = json_pack ("{s:I, s:s, s:s, s:I, s:s, s:s, s:i}",
                      "job_id",
                      (json_int_t)cfg->job_id,
+                     "mode",
+                     cfg->mode ? cfg->mode : "observe",
                      "node",
                      cfg->node,
                      "user_id",
@@ -195,7 +207,8 @@ static int do_register (shared_t *sh, fm_client_t *c)
     status = fm_client_request (c, "POST", "/v1/agents", body, &ans, &err);
     free (body);
     if (status != 200 && status != 201) {
-        fm_warn ("registration with %s failed: %s", cfg->daemon_url, err.text);
+        fm_log_ratelimited (
+            rl, LOG_WARNING, "registration with %s failed: %s", cfg->daemon_url, err.text);
         json_decref (ans);
         return -1;
     }
@@ -266,6 +279,7 @@ static int send_batch (shared_t *sh, fm_client_t *c)
 {
     uint64_t seqs[BATCH_MAX];
     size_t n, used = 0;
+    bool final;
     char *parts[BATCH_MAX] = {0};
     char *head = NULL, *body = NULL;
     size_t len, off;
@@ -284,11 +298,20 @@ static int send_batch (shared_t *sh, fm_client_t *c)
             break;
         }
     }
+    /* A batch that empties the spool after the last window went in is the
+     * last one, and says so, so that whoever reads the job's summary knows
+     * that it has everything from us.
+     */
+    final = sh->last_spooled && used > 0 && used == fm_spool_count (sh->spool);
     pthread_mutex_unlock (&sh->lock);
     if (used == 0) {
         return n > 0 ? 0 : -1;
     }
-    if (asprintf (&head, "{\"job_id\":%" PRIu64 ",\"node\":", sh->cfg->job_id) < 0) {
+    if (asprintf (&head,
+                  "{\"job_id\":%" PRIu64 ",%s\"node\":",
+                  sh->cfg->job_id,
+                  final ? "\"final\":true," : "")
+        < 0) {
         head = NULL;
         goto done;
     }
@@ -365,6 +388,7 @@ static void *http_thread (void *arg)
     fm_error_t err;
     int64_t backoff = BACKOFF_MIN_NS, next_try = 0, next_peers = 0;
     fm_ratelimit_t rl = FM_RATELIMIT_INIT (60, 1);
+    fm_ratelimit_t rl_register = FM_RATELIMIT_INIT (3600, 1);
     bool last_chance = false, failed_at_stop = false;
 
     if (!(c = fm_client_create (
@@ -393,7 +417,7 @@ static void *http_thread (void *arg)
         pthread_mutex_unlock (&sh->lock);
         if (!registered) {
             if (now >= next_try) {
-                if (do_register (sh, c) == 0) {
+                if (do_register (sh, c, &rl_register) == 0) {
                     backoff = BACKOFF_MIN_NS;
                     next_try = 0;
                     next_peers = now + PEER_POLL_NS;
@@ -497,6 +521,10 @@ typedef struct {
     uint64_t unknown_seen;
     int tfd_probe;
     int tfd_window;
+    fm_clockpage_t *page; /* NULL: not published */
+    int64_t next_publish; /* monotonic */
+    int64_t ref_epoch_ns; /* job time of the first valid publication, 0: none */
+    fm_ratelimit_t rl_clock;
 } loop_t;
 
 static void arm (int tfd, int64_t mono_deadline, int64_t interval)
@@ -586,13 +614,74 @@ static int start_engine (loop_t *l, fm_error_t *err)
     return 0;
 }
 
-static void close_window (loop_t *l)
+/* Our estimate of the reference clock (node 0, which fm_agent_pick_targets
+ * always probes) at engine time now: theta = reference - local. Node 0 is
+ * the reference itself.
+ */
+static bool reference_estimate (loop_t *l, int64_t now, fm_clock_estimate_t *out)
+{
+    *out = (fm_clock_estimate_t){.why = "no estimate"};
+    if (fm_engine_my_index (l->engine) == 0) {
+        *out = (fm_clock_estimate_t){.valid = true, .why = "ok", .at_ns = now};
+        return true;
+    }
+    for (size_t i = 0; i < l->ntargets; i++) {
+        if (l->targets[i] == 0) {
+            return fm_engine_clock_estimate (l->engine, i, now, out) == 0;
+        }
+    }
+    return false;
+}
+
+/* Publish job time - host time on the page: the engine's clock (virtual in
+ * tests) plus theta, folded onto the host clock (doc/clock.md).
+ */
+static void publish_clock (loop_t *l)
+{
+    fm_clock_estimate_t est;
+    fm_clockpage_data_t d = {.ref_node = 0};
+    int64_t host, now;
+
+    if (!l->page || !l->started) {
+        return;
+    }
+    now = fm_engine_clock_now (l->engine, &host);
+    if (!reference_estimate (l, now, &est)) {
+        fm_log_ratelimited (&l->rl_clock, LOG_DEBUG, "no clock estimate: %s", est.why);
+        fm_clockpage_invalidate (l->page);
+        return;
+    }
+    d.valid = true;
+    d.epoch_ns = host;
+    d.offset_ns = now - host + est.offset_ns;
+    d.drift_ppb = fm_engine_clock_rate_ppb (l->engine) + est.drift_ppb;
+    d.bound_ns = est.bound_ns;
+    d.bound_rate_ppb = PUBLISH_BOUND_RATE_PPB;
+    /* A naive estimate (--clock naive, or huygens' fallback: it fills only
+     * samples[0]) has a drift no better than its bound over the half window
+     * (about 1 s), and bound_ns per second is bound_ns ppb.
+     */
+    if (est.samples[FM_CLOCK_DIR_IN] == 0 && est.bound_ns > d.bound_rate_ppb) {
+        d.bound_rate_ppb = est.bound_ns;
+    }
+    if (l->ref_epoch_ns == 0) {
+        l->ref_epoch_ns = host + d.offset_ns;
+    }
+    d.ref_epoch_ns = l->ref_epoch_ns;
+    d.valid_until_ns = host + PUBLISH_VALID_NS;
+    if (fm_clockpage_publish (l->page, &d) < 0) {
+        fm_debug ("clock page: %s", strerror (errno));
+    }
+}
+
+static void close_window (loop_t *l, bool last)
 {
     shared_t *sh = l->sh;
     fm_linkstats_t *stats = calloc (l->ntargets ? l->ntargets : 1, sizeof (*stats));
     int64_t end = fm_time_real_ns ();
     uint64_t seq = (uint64_t)(end / 1000000);
-    fm_clock_est_t clock = {0};
+    fm_report_clock_t clock = {0};
+    fm_clock_estimate_t est;
     json_t *w;
     char *text = NULL;
     fm_error_t err;
@@ -606,14 +695,8 @@ static void close_window (loop_t *l)
     if (seq <= l->last_seq) {
         seq = l->last_seq + 1;
     }
-    if (fm_engine_my_index (l->engine) == 0) {
-        clock = (fm_clock_est_t){.valid = true};
-    } else {
-        for (size_t i = 0; i < l->ntargets; i++) {
-            if (l->targets[i] == 0) {
-                clock = fm_report_clock (&stats[i]);
-            }
-        }
+    if (reference_estimate (l, fm_engine_clock_now (l->engine, NULL), &est)) {
+        clock = fm_report_clock (&est);
     }
     if (end <= l->window_start_real) {
         end = l->window_start_real + 1;
@@ -636,6 +719,7 @@ static void close_window (loop_t *l)
         fm_err ("window %" PRIu64 " lost: %s", seq, err.text);
     } else {
         l->last_seq = seq;
+        sh->last_spooled = last;
         pthread_cond_signal (&sh->cond);
     }
     pthread_mutex_unlock (&sh->lock);
@@ -687,12 +771,16 @@ static void drain (int fd)
 int fm_agent_run (const fm_agent_cfg_t *cfg, fm_error_t *err)
 {
     shared_t sh = {.cfg = cfg, .notify_fd = -1};
-    loop_t l = {.sh = &sh, .tfd_probe = -1, .tfd_window = -1};
+    loop_t l = {.sh = &sh,
+                .tfd_probe = -1,
+                .tfd_window = -1,
+                .rl_clock = FM_RATELIMIT_INIT (10, 5)};
     fm_engine_cfg_t ecfg = {
         .rate = cfg->rate,
         .timeout_ns = REQUEST_TIMEOUT_NS,
         .max_samples = 0,
-        .clock_offset_ns = cfg->clock_offset_ns,
+        .clock = cfg->clock,
+        .estimator = cfg->estimator,
         .startup_grace_ns = STARTUP_GRACE_NS,
     };
     struct sockaddr_storage bind_ss;
@@ -745,6 +833,16 @@ int fm_agent_run (const fm_agent_cfg_t *cfg, fm_error_t *err)
         goto out;
     }
     sh.probe_port = fm_engine_port (l.engine);
+    {
+        char job[32];
+        fm_error_t perr;
+        snprintf (job, sizeof (job), "%" PRIu64, cfg->job_id);
+        /* job time for the job's processes; the agent works without it */
+        if (!(l.page = fm_clockpage_create (cfg->clock_page ? cfg->clock_page : job,
+                                            &perr))) {
+            fm_warn ("job timeline page not published: %s", perr.text);
+        }
+    }
     if (getnameinfo ((struct sockaddr *)&bind_ss,
                      bind_len,
                      sh.probe_addr,
@@ -821,7 +919,7 @@ int fm_agent_run (const fm_agent_cfg_t *cfg, fm_error_t *err)
                 pthread_mutex_unlock (&sh.lock);
             } else if (fd == l.tfd_window) {
                 drain (fd);
-                close_window (&l);
+                close_window (&l, false);
             } else if (fd == l.tfd_probe) {
                 drain (fd);
             } else {
@@ -841,13 +939,19 @@ int fm_agent_run (const fm_agent_cfg_t *cfg, fm_error_t *err)
             }
         }
         if (l.started) {
-            fm_engine_run (l.engine, fm_time_mono_ns ());
-            arm (l.tfd_probe, fm_engine_deadline (l.engine), 0);
+            int64_t now = fm_time_mono_ns (), deadline;
+            fm_engine_run (l.engine, now);
+            if (now >= l.next_publish) {
+                publish_clock (&l);
+                l.next_publish = now + PUBLISH_NS;
+            }
+            deadline = fm_engine_deadline (l.engine);
+            arm (l.tfd_probe, deadline < l.next_publish ? deadline : l.next_publish, 0);
         }
     }
     if (l.started) {
         fm_engine_goodbye (l.engine);
-        close_window (&l);
+        close_window (&l, true);
     }
     ret = failed ? 1 : 0;
     pthread_mutex_lock (&sh.lock);
@@ -905,6 +1009,8 @@ out:
     if (sh.notify_fd >= 0) {
         close (sh.notify_fd);
     }
+    /* nobody stands behind the page any more: readers get ENOENT */
+    fm_clockpage_destroy (l.page, true);
     fm_engine_destroy (l.engine);
     fm_spool_destroy (sh.spool);
     free (l.targets);

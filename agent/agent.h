@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "clock.h"
+#include "clock_vclock.h"
 #include "error.h"
 
 /* Peers probed when the job has more nodes than this (plus one). */
@@ -26,8 +28,11 @@ typedef struct {
     int port;                 /* UDP probe port, 0: any */
     const char *bind_addr;    /* NULL: the address our node name resolves to */
     unsigned random_peers;    /* K for jobs over FM_AGENT_ALL_PEERS_MAX + 1 nodes */
-    int64_t clock_offset_ns;  /* test only: simulated clock error of this node */
+    fm_vclock_params_t clock; /* tests, benchmarks: this node's virtual clock */
     int64_t flush_ns;         /* on SIGTERM, try this long to deliver the spool */
+    const char *mode;         /* the job's mode: "observe" or "protect" */
+    fm_clock_est_type_t estimator; /* naive or huygens */
+    const char *clock_page;        /* NULL: the job's shm page (libfmclock) */
 } fm_agent_cfg_t;
 
 /* Run until SIGTERM/SIGINT: register, probe, report every window, and on the

@@ -35,8 +35,10 @@
 typedef struct {
     uint64_t seq;
     int64_t sent_mono;
-    int64_t t1, t2, t4;
-    bool t1_hw, t2_hw, t4_hw;
+    int64_t t1, t2, t3, t4;
+    bool t1_hw, t2_hw, t3_hw, t4_hw;
+    bool have_t3;
+    bool pair_out_fed, pair_in_fed; /* on the pair's first request */
     bool used;
     bool have_t1;
     bool replied;
@@ -60,8 +62,21 @@ typedef struct {
     uint64_t first_answered; /* the seq of that first reply */
     int64_t grace_until;     /* monotonic; see startup_grace_ns */
     fm_linkwin_t *win;
+    fm_clock_est_t *clock;
+    /* huygens only: the naive estimate of the same exchanges, for when too
+     * few pairs are pure (per-packet jitter queues every probe differently)
+     */
+    fm_clock_est_t *fallback;
     req_t *ring;
 } target_t;
+
+#define T3Q_SIZE 8
+
+typedef struct {
+    bool hw;
+    uint64_t seq;
+    int64_t t3;
+} t3_t;
 
 /* What we know about requests arriving from one node (responder side). */
 typedef struct {
@@ -70,10 +85,15 @@ typedef struct {
     uint64_t rx_count;
     uint64_t rx_reorder;
     uint64_t max_seq;
+    /* Transmit stamps of our replies, oldest first, each carried by a later
+     * reply: two replies of a coded pair often leave before the first one's
+     * stamp is read, so one slot would lose every pair's first stamp. When
+     * none is pending the latest goes again, in case its reply was lost.
+     */
+    t3_t t3q[T3Q_SIZE];
+    unsigned t3q_head, t3q_len;
     bool have_t3;
-    bool t3_hw;
-    uint64_t t3_seq;
-    int64_t t3;
+    t3_t last;
 } requester_t;
 
 typedef enum { TX_REQUEST = 1, TX_REPLY = 2, TX_BYE = 3 } tx_kind_t;
@@ -90,6 +110,7 @@ typedef struct {
 
 struct fm_engine {
     fm_engine_cfg_t cfg;
+    fm_vclock_t *vclock; /* NULL: the host clock */
     int fd;
     int family;
     int port;
@@ -112,9 +133,14 @@ struct fm_engine {
     fm_ratelimit_t rl_send;
 };
 
-static int64_t real_now (const fm_engine_t *e)
+static int64_t real_now (fm_engine_t *e)
 {
-    return fm_time_real_ns () + e->cfg.clock_offset_ns;
+    return fm_vclock_map (e->vclock, fm_time_real_ns ());
+}
+
+static bool pairs (const fm_engine_t *e)
+{
+    return e->cfg.estimator == FM_CLOCK_EST_HUYGENS;
 }
 
 static int enable_timestamps (int fd, bool with_id, bool hw)
@@ -183,17 +209,15 @@ static bool hw_stamping_on (int fd, const char *ifname)
 /* The stamp of a control message: the NIC's when we use hardware stamps
  * and it gave one, else the kernel's software stamp.
  */
-static bool pick_stamp (const fm_engine_t *e,
-                        const struct scm_timestamping *sts,
-                        int64_t *ts,
-                        bool *hw)
+static bool
+pick_stamp (fm_engine_t *e, const struct scm_timestamping *sts, int64_t *ts, bool *hw)
 {
     if (e->hw && (sts->ts[2].tv_sec != 0 || sts->ts[2].tv_nsec != 0)) {
-        *ts = fm_timespec_to_ns (&sts->ts[2]) + e->cfg.clock_offset_ns;
+        *ts = fm_vclock_map (e->vclock, fm_timespec_to_ns (&sts->ts[2]));
         *hw = true;
         return true;
     }
-    *ts = fm_timespec_to_ns (&sts->ts[0]) + e->cfg.clock_offset_ns;
+    *ts = fm_vclock_map (e->vclock, fm_timespec_to_ns (&sts->ts[0]));
     *hw = false;
     return sts->ts[0].tv_sec != 0 || sts->ts[0].tv_nsec != 0;
 }
@@ -208,6 +232,8 @@ fm_engine_t *fm_engine_create (const fm_engine_cfg_t *cfg,
     socklen_t sslen = sizeof (ss);
 
     if (!cfg || !addr || !(cfg->rate > 0 && cfg->rate <= FM_ENGINE_MAX_RATE)
+        || (cfg->estimator != FM_CLOCK_EST_NAIVE
+            && cfg->estimator != FM_CLOCK_EST_HUYGENS)
         || cfg->timeout_ns <= 0 || cfg->max_samples == 0
         || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6)) {
         errno = EINVAL;
@@ -220,6 +246,12 @@ fm_engine_t *fm_engine_create (const fm_engine_cfg_t *cfg,
     }
     e->cfg = *cfg;
     e->family = addr->sa_family;
+    e->fd = -1;
+    if ((cfg->clock.offset_ns != 0 || cfg->clock.drift_ppb != 0
+         || cfg->clock.wander_ppb != 0)
+        && !(e->vclock = fm_vclock_create (&cfg->clock, fm_time_real_ns (), err))) {
+        goto error;
+    }
     e->fd = socket (addr->sa_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (e->fd < 0) {
         fm_errprintf (err, "socket: %s", strerror (errno));
@@ -261,8 +293,11 @@ void fm_engine_destroy (fm_engine_t *e)
         if (e->fd >= 0) {
             close (e->fd);
         }
+        fm_vclock_destroy (e->vclock);
         for (size_t i = 0; i < e->ntargets; i++) {
             fm_linkwin_destroy (e->targets[i].win);
+            fm_clock_est_destroy (e->targets[i].clock);
+            fm_clock_est_destroy (e->targets[i].fallback);
             free (e->targets[i].ring);
         }
         free (e->targets);
@@ -298,7 +333,9 @@ int fm_engine_start (fm_engine_t *e,
     fm_node_t *nv = NULL;
     requester_t *rv = NULL;
     int64_t now = fm_time_mono_ns ();
-    int64_t interval = (int64_t)(1e9 / e->cfg.rate);
+    /* a pair every two probe intervals: the probe rate stays the same */
+    int64_t interval = (int64_t)((pairs (e) ? 2e9 : 1e9) / e->cfg.rate);
+    fm_clock_config_t ccfg;
 
     if (e->started) {
         errno = EINVAL;
@@ -326,6 +363,11 @@ int fm_engine_start (fm_engine_t *e,
         goto nomem;
     }
     memcpy (nv, nodes, nnodes * sizeof (*nv));
+    /* enough samples for the estimator at slow rates: 64 per direction */
+    fm_clock_config_default (&ccfg);
+    if (ccfg.window_ns < (int64_t)(128e9 / e->cfg.rate)) {
+        ccfg.window_ns = (int64_t)(128e9 / e->cfg.rate);
+    }
     for (size_t i = 0; i < ntargets; i++) {
         if (targets[i] >= nnodes || targets[i] == my_index) {
             errno = EINVAL;
@@ -338,6 +380,10 @@ int fm_engine_start (fm_engine_t *e,
         tv[i].next_send = now + (int64_t)randombytes_uniform ((uint32_t)interval);
         tv[i].grace_until = now + e->cfg.startup_grace_ns;
         if (!(tv[i].win = fm_linkwin_create (e->cfg.max_samples))
+            || !(tv[i].clock = fm_clock_est_create (e->cfg.estimator, &ccfg, err))
+            || (pairs (e)
+                && !(tv[i].fallback =
+                         fm_clock_est_create (FM_CLOCK_EST_NAIVE, &ccfg, err)))
             || !(tv[i].ring = calloc (RING_SIZE, sizeof (req_t)))) {
             ntargets = i + 1;
             goto nomem;
@@ -359,6 +405,8 @@ nomem:
 fail:
     for (size_t i = 0; tv && i < ntargets; i++) {
         fm_linkwin_destroy (tv[i].win);
+        fm_clock_est_destroy (tv[i].clock);
+        fm_clock_est_destroy (tv[i].fallback);
         free (tv[i].ring);
     }
     free (tv);
@@ -515,12 +563,75 @@ void fm_engine_run (fm_engine_t *e, int64_t now)
         if (now >= t->next_send) {
             int64_t j = (int64_t)randombytes_uniform ((uint32_t)(t->interval / 5 + 1));
             send_request (e, i, now);
+            if (pairs (e)) {
+                /* the second of the pair right behind the first: seq 2k, 2k+1 */
+                send_request (e, i, now);
+            }
             t->next_send += t->interval - t->interval / 10 + j;
             if (t->next_send < now) {
                 /* we were stalled: do not burst to catch up */
                 t->next_send = now + t->interval;
             }
             expire (e, t, now);
+        }
+    }
+}
+
+static void clock_add (fm_engine_t *e, target_t *t, const fm_clock_sample_t *smp)
+{
+    if (fm_clock_est_add (t->clock, smp) == 1) {
+        e->cnt.clock_samples++;
+    }
+}
+
+/* A complete exchange: the naive estimator's sample, or the fallback's. */
+static void clock_exchange (fm_engine_t *e, target_t *t, const fm_clock_exchange_t *x)
+{
+    fm_clock_sample_t smp = {.type = FM_CLOCK_SAMPLE_EXCHANGE, .exchange = *x};
+
+    if (t->fallback) {
+        fm_clock_est_add (t->fallback, &smp);
+    } else {
+        clock_add (e, t, &smp);
+    }
+}
+
+/* Feed the coded pair that holds request seq to the target's estimator, each
+ * direction once all four of its stamps are known, and only stamps of one
+ * kind: a NIC clock and the system clock are different clocks.
+ */
+static void feed_pair (fm_engine_t *e, target_t *t, uint64_t seq)
+{
+    uint64_t k = seq & ~(uint64_t)1;
+    req_t *a = &t->ring[k % RING_SIZE];
+    req_t *b = &t->ring[(k + 1) % RING_SIZE];
+    fm_clock_sample_t smp = {.type = FM_CLOCK_SAMPLE_PAIR};
+
+    if (!pairs (e) || k + 1 >= t->next_seq || !a->used || a->seq != k || !b->used
+        || b->seq != k + 1) {
+        return;
+    }
+    if (!a->pair_out_fed && a->have_t1 && b->have_t1 && a->replied && b->replied
+        && a->t2 != 0 && b->t2 != 0) {
+        a->pair_out_fed = true;
+        if (a->t1_hw != b->t1_hw || a->t2_hw != b->t2_hw || a->t1_hw != a->t2_hw) {
+            e->cnt.mixed_stamps++;
+        } else {
+            smp.pair = (fm_clock_pair_t){.dir = FM_CLOCK_DIR_OUT,
+                                         .tx_ns = {a->t1, b->t1},
+                                         .rx_ns = {a->t2, b->t2}};
+            clock_add (e, t, &smp);
+        }
+    }
+    if (!a->pair_in_fed && a->have_t3 && b->have_t3 && a->t4 != 0 && b->t4 != 0) {
+        a->pair_in_fed = true;
+        if (a->t3_hw != b->t3_hw || a->t4_hw != b->t4_hw || a->t3_hw != a->t4_hw) {
+            e->cnt.mixed_stamps++;
+        } else {
+            smp.pair = (fm_clock_pair_t){.dir = FM_CLOCK_DIR_IN,
+                                         .tx_ns = {a->t3, b->t3},
+                                         .rx_ns = {a->t4, b->t4}};
+            clock_add (e, t, &smp);
         }
     }
 }
@@ -551,14 +662,17 @@ static void tx_stamp (fm_engine_t *e, uint32_t id, int64_t ts, bool hw)
             r->t1 = ts;
             r->t1_hw = hw;
             r->have_t1 = true;
+            feed_pair (e, t, tx->seq);
         }
     } else {
         requester_t *q = &e->requesters[tx->node];
         if (q->active && q->epoch == tx->epoch) {
-            q->have_t3 = true;
-            q->t3 = ts;
-            q->t3_hw = hw;
-            q->t3_seq = tx->seq;
+            if (q->t3q_len == T3Q_SIZE) {
+                q->t3q_head = (q->t3q_head + 1) % T3Q_SIZE;
+                q->t3q_len--;
+            }
+            q->t3q[(q->t3q_head + q->t3q_len++) % T3Q_SIZE] =
+                (t3_t){.hw = hw, .seq = tx->seq, .t3 = ts};
         }
     }
 }
@@ -635,18 +749,24 @@ static void handle_request (
     if (p->seq > q->max_seq) {
         q->max_seq = p->seq;
     }
+    if (q->t3q_len > 0) {
+        q->last = q->t3q[q->t3q_head];
+        q->t3q_head = (q->t3q_head + 1) % T3Q_SIZE;
+        q->t3q_len--;
+        q->have_t3 = true;
+    }
     r = (fm_probe_t){
         .type = FM_PROBE_REPLY,
         .flags = (uint16_t)((have_rx && t2_hw ? FM_PROBE_FLAG_T2_HW : 0)
-                            | (q->have_t3 && q->t3_hw ? FM_PROBE_FLAG_T3_HW : 0)),
+                            | (q->have_t3 && q->last.hw ? FM_PROBE_FLAG_T3_HW : 0)),
         .job_id = e->job_id,
         .src_index = e->my_index,
         .dst_index = p->src_index,
         .epoch = e->epoch,
         .seq = p->seq,
         .t2 = have_rx ? t2 : 0,
-        .t3 = q->have_t3 ? q->t3 : 0,
-        .t3_seq = q->have_t3 ? q->t3_seq : FM_PROBE_SEQ_NONE,
+        .t3 = q->have_t3 ? q->last.t3 : 0,
+        .t3_seq = q->have_t3 ? q->last.seq : FM_PROBE_SEQ_NONE,
         .rx_count = q->rx_count,
         .rx_reorder = q->rx_reorder,
         .req_epoch = p->epoch,
@@ -721,6 +841,11 @@ handle_reply (fm_engine_t *e, const fm_probe_t *p, int64_t t4, bool have_rx, boo
         t->have_peer_epoch = true;
         t->peer_epoch = p->epoch;
         t->have_max_reply = false;
+        /* a restarted peer may come back on another clock */
+        fm_clock_est_reset (t->clock);
+        if (t->fallback) {
+            fm_clock_est_reset (t->fallback);
+        }
     }
     r = &t->ring[p->seq % RING_SIZE];
     if (!r->used || r->seq != p->seq) {
@@ -754,10 +879,17 @@ handle_reply (fm_engine_t *e, const fm_probe_t *p, int64_t t4, bool have_rx, boo
     r->t2_hw = (p->flags & FM_PROBE_FLAG_T2_HW) != 0;
     r->t4 = have_rx ? t4 : 0;
     r->t4_hw = t4_hw;
+    feed_pair (e, t, p->seq);
     /* the reply to an earlier request completes that request's exchange */
     if (p->t3_seq != FM_PROBE_SEQ_NONE && p->t3_seq < t->next_seq) {
         req_t *s = &t->ring[p->t3_seq % RING_SIZE];
         bool t3_hw = (p->flags & FM_PROBE_FLAG_T3_HW) != 0;
+        if (s->used && s->seq == p->t3_seq && !s->have_t3 && p->t3 != 0) {
+            s->t3 = p->t3;
+            s->t3_hw = t3_hw;
+            s->have_t3 = true;
+            feed_pair (e, t, p->t3_seq);
+        }
         if (s->used && s->seq == p->t3_seq && s->replied && !s->sampled && s->have_t1
             && s->t2 != 0 && s->t4 != 0) {
             s->sampled = true;
@@ -766,6 +898,12 @@ handle_reply (fm_engine_t *e, const fm_probe_t *p, int64_t t4, bool have_rx, boo
                 e->cnt.mixed_stamps++;
             } else if (fm_linkwin_add (t->win, s->t1, s->t2, p->t3, s->t4) < 0) {
                 e->cnt.bad_sample++;
+            } else {
+                clock_exchange (
+                    e,
+                    t,
+                    &(fm_clock_exchange_t){
+                        .t1 = s->t1, .t2 = s->t2, .t3 = p->t3, .t4 = s->t4});
             }
         }
     }
@@ -945,4 +1083,45 @@ bool fm_engine_hw_stamps (const fm_engine_t *e, const char **ifname)
 const fm_engine_counters_t *fm_engine_counters (const fm_engine_t *e)
 {
     return &e->cnt;
+}
+
+int64_t fm_engine_clock_now (fm_engine_t *e, int64_t *host_ns)
+{
+    int64_t h = fm_time_real_ns ();
+
+    if (host_ns) {
+        *host_ns = h;
+    }
+    return fm_vclock_map (e->vclock, h);
+}
+
+double fm_engine_clock_rate_ppb (const fm_engine_t *e)
+{
+    return e->vclock ? fm_vclock_rate_ppb (e->vclock) : 0.;
+}
+
+int fm_engine_clock_estimate (fm_engine_t *e,
+                              size_t i,
+                              int64_t now_ns,
+                              fm_clock_estimate_t *out)
+{
+    fm_clock_estimate_t alt;
+    target_t *t;
+
+    if (i >= e->ntargets) {
+        errno = EINVAL;
+        return -1;
+    }
+    t = &e->targets[i];
+    if (fm_clock_est_estimate (t->clock, now_ns, out) == 0) {
+        return 0;
+    }
+    /* out keeps huygens' reason when the fallback has nothing either */
+    if (t->fallback && fm_clock_est_estimate (t->fallback, now_ns, &alt) == 0) {
+        e->cnt.clock_fallbacks++;
+        *out = alt;
+        return 0;
+    }
+    errno = EAGAIN;
+    return -1;
 }

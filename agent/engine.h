@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "clock.h"
+#include "clock_vclock.h"
 #include "error.h"
 #include "fm/probe.h"
 #include "stats.h"
@@ -34,10 +36,22 @@ typedef struct {
 } fm_node_t;
 
 typedef struct {
-    double rate;             /* probes per second per target, (0, FM_ENGINE_MAX_RATE] */
-    int64_t timeout_ns;      /* a request without reply after this is lost */
-    size_t max_samples;      /* per target per window */
-    int64_t clock_offset_ns; /* added to every timestamp: tests simulate node clocks */
+    double rate;        /* probes per second per target, (0, FM_ENGINE_MAX_RATE] */
+    int64_t timeout_ns; /* a request without reply after this is lost */
+    size_t max_samples; /* per target per window */
+    /* A virtual clock (lib/clock_vclock.h) applied to every timestamp the
+     * engine reads, kernel stamps included: tests and benchmarks simulate
+     * node clocks with it. All zero: the host clock as it is.
+     */
+    fm_vclock_params_t clock;
+    /* The clock estimator run per target (lib/clock.h). Huygens sends the
+     * requests in coded pairs, two back to back, and feeds each pair in both
+     * directions: out from our transmit and the peer's receive stamps of the
+     * two requests, in from the peer's transmit and our receive stamps of the
+     * two replies. Naive feeds the four-stamp exchanges. The rate stays
+     * probes per second: a pair goes every 2 / rate seconds.
+     */
+    fm_clock_est_type_t estimator;
     /* After a target's address becomes known, requests it leaves unanswered
      * for this long are not losses until it first answers: the peer may not
      * have heard of us yet (it learns our address from fabricd).
@@ -57,11 +71,13 @@ typedef struct {
     uint64_t startup_unanswered; /* requests left unanswered within the grace */
     uint64_t peer_gone;          /* requests outstanding to a peer that said bye */
     uint64_t no_rx_stamp;
-    uint64_t no_tx_stamp;  /* transmit stamps that never came or did not match */
-    uint64_t bad_sample;   /* exchanges with impossible timestamps */
-    uint64_t mixed_stamps; /* exchanges mixing hardware and software stamps */
-    uint64_t hw_stamps;    /* receive stamps taken by the NIC */
-    uint64_t sw_stamps;    /* receive stamps taken by the kernel */
+    uint64_t no_tx_stamp;     /* transmit stamps that never came or did not match */
+    uint64_t bad_sample;      /* exchanges with impossible timestamps */
+    uint64_t mixed_stamps;    /* exchanges mixing hardware and software stamps */
+    uint64_t hw_stamps;       /* receive stamps taken by the NIC */
+    uint64_t clock_samples;   /* pairs or exchanges the clock estimators kept */
+    uint64_t clock_fallbacks; /* huygens estimates answered by the naive fallback */
+    uint64_t sw_stamps;       /* receive stamps taken by the kernel */
 } fm_engine_counters_t;
 
 /* Bind a UDP socket to addr (port 0 picks one) and enable timestamping.
@@ -128,5 +144,25 @@ void fm_engine_goodbye (fm_engine_t *e);
 bool fm_engine_hw_stamps (const fm_engine_t *e, const char **ifname);
 
 const fm_engine_counters_t *fm_engine_counters (const fm_engine_t *e);
+
+/* The engine's clock (the virtual one, if any) now, and the host
+ * CLOCK_REALTIME reading it maps (host_ns may be NULL).
+ */
+int64_t fm_engine_clock_now (fm_engine_t *e, int64_t *host_ns);
+
+/* The current frequency error of the engine's clock against the host's, ppb
+ * (0 without a virtual clock).
+ */
+double fm_engine_clock_rate_ppb (const fm_engine_t *e);
+
+/* Target i's clock against ours (theta = peer - local) at time now_ns of the
+ * engine's clock, as fm_clock_est_estimate(): 0, or -1/EAGAIN with out->why.
+ * With huygens, when too few of its pairs are pure, the naive estimate of the
+ * same exchanges answers instead (counted in clock_fallbacks).
+ */
+int fm_engine_clock_estimate (fm_engine_t *e,
+                              size_t i,
+                              int64_t now_ns,
+                              fm_clock_estimate_t *out);
 
 #endif /* FM_AGENT_ENGINE_H */

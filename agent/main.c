@@ -6,6 +6,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdarg.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -44,10 +45,21 @@ static const char usage_text[] =
     "  --peers K           peers probed in jobs of more than 17 nodes (default 10)\n"
     "  --flush DUR         on SIGTERM, try this long to deliver (default 5s)\n"
     "  --log-level LEVEL   err, warning, notice, info (default), debug\n"
+    "  --mode MODE         the job's mode, observe (default) or protect\n"
+    "  --clock EST         clock estimator, huygens (default) or naive\n"
+    "  --clock-page PATH   publish job time in file PATH instead of the job's\n"
+    "                      shared memory page (tests: several agents per host)\n"
     "  --summary           print the job's fabric summary and exit\n"
     "  --output FILE       with --summary: append to FILE (must exist) instead of "
     "stdout\n"
-    "  --clock-offset NS   testing only: pretend this node's clock is off by NS\n"
+    "  --wait DUR          with --summary: first wait up to DUR for every agent's\n"
+    "                      last window (default 0: do not wait)\n"
+    "  --clock-offset NS   testing only: read every timestamp (kernel stamps too)\n"
+    "                      through a virtual clock that is off by NS ...\n"
+    "  --clock-drift-ppb N ... and runs N ppb fast; $FM_AGENT_VCLOCK\n"
+    "                      (OFFSET[,DRIFT_PPB[,WANDER_PPB[,SEED]]]) sets all of\n"
+    "                      them, these options override it. The host clock is\n"
+    "                      never stepped or slewed\n"
     "  --help              this text\n";
 
 enum {
@@ -68,6 +80,11 @@ enum {
     OPT_SUMMARY,
     OPT_OUTPUT,
     OPT_CLOCK_OFFSET,
+    OPT_CLOCK_DRIFT,
+    OPT_MODE,
+    OPT_WAIT,
+    OPT_CLOCK,
+    OPT_CLOCK_PAGE,
     OPT_HELP,
 };
 
@@ -89,6 +106,11 @@ static const struct option longopts[] = {
     {"summary", no_argument, NULL, OPT_SUMMARY},
     {"output", required_argument, NULL, OPT_OUTPUT},
     {"clock-offset", required_argument, NULL, OPT_CLOCK_OFFSET},
+    {"clock-drift-ppb", required_argument, NULL, OPT_CLOCK_DRIFT},
+    {"mode", required_argument, NULL, OPT_MODE},
+    {"clock", required_argument, NULL, OPT_CLOCK},
+    {"clock-page", required_argument, NULL, OPT_CLOCK_PAGE},
+    {"wait", required_argument, NULL, OPT_WAIT},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
 };
@@ -128,14 +150,21 @@ int main (int argc, char **argv)
         .random_peers = FM_AGENT_RANDOM_PEERS,
         .flush_ns = 5 * FM_NSEC_PER_SEC,
         .user_id = getuid (),
+        .mode = "observe",
+        .estimator = FM_CLOCK_EST_HUYGENS,
     };
+    int64_t wait_ns = 0;
     bool summary = false, have_job = false;
-    const char *output = NULL;
+    const char *output = NULL, *vclock;
     char statedir[256];
     int level = LOG_INFO, c, rc;
     long long v;
     fm_error_t err;
 
+    if ((vclock = getenv ("FM_AGENT_VCLOCK"))
+        && fm_vclock_params_parse (vclock, &cfg.clock, &err) < 0) {
+        die_usage ("FM_AGENT_VCLOCK: %s", err.text);
+    }
     while ((c = getopt_long (argc, argv, "", longopts, NULL)) != -1) {
         switch (c) {
         case OPT_DAEMON:
@@ -220,7 +249,42 @@ int main (int argc, char **argv)
                 < 0) {
                 die_usage ("invalid clock offset '%s'", optarg);
             }
-            cfg.clock_offset_ns = v;
+            cfg.clock.offset_ns = v;
+            break;
+        case OPT_CLOCK_DRIFT: {
+            char *end;
+            errno = 0;
+            cfg.clock.drift_ppb = strtod (optarg, &end);
+            if (errno != 0 || end == optarg || *end != '\0'
+                || !(fabs (cfg.clock.drift_ppb) <= FM_VCLOCK_DRIFT_MAX_PPB)) {
+                die_usage ("invalid clock drift '%s' (want |N| <= 1e6 ppb)", optarg);
+            }
+            break;
+        }
+        case OPT_MODE:
+            if (strcmp (optarg, "observe") != 0 && strcmp (optarg, "protect") != 0) {
+                die_usage ("invalid mode '%s' (want observe or protect)", optarg);
+            }
+            cfg.mode = optarg;
+            break;
+        case OPT_CLOCK:
+            if ((rc = fm_clock_est_type_parse (optarg)) < 0) {
+                die_usage ("invalid clock estimator '%s' (want huygens or naive)",
+                           optarg);
+            }
+            cfg.estimator = (fm_clock_est_type_t)rc;
+            break;
+        case OPT_CLOCK_PAGE:
+            if (optarg[0] != '/') {
+                die_usage ("--clock-page wants an absolute path, not '%s'", optarg);
+            }
+            cfg.clock_page = optarg;
+            break;
+        case OPT_WAIT:
+            if (fm_duration_parse (optarg, &wait_ns) < 0 || wait_ns < 0
+                || wait_ns > 3600 * FM_NSEC_PER_SEC) {
+                die_usage ("invalid duration '%s' (want at most 1h)", optarg);
+            }
             break;
         case OPT_HELP:
             fputs (usage_text, stdout);
@@ -243,7 +307,7 @@ int main (int argc, char **argv)
     }
     if (summary) {
         rc = fm_summary_fetch (
-            cfg.daemon_url, cfg.munge_socket, cfg.job_id, output, &err);
+            cfg.daemon_url, cfg.munge_socket, cfg.job_id, output, wait_ns, &err);
         if (rc < 0) {
             fm_err ("summary: %s", err.text);
         }

@@ -68,7 +68,7 @@ static json_t *link_entry (const char *peer,
 json_t *fm_report_window (uint64_t seq,
                           int64_t start_ns,
                           int64_t end_ns,
-                          const fm_clock_est_t *clock,
+                          const fm_report_clock_t *clock,
                           const char *const *peers,
                           const fm_linkstats_t *stats,
                           size_t n)
@@ -106,13 +106,22 @@ json_t *fm_report_window (uint64_t seq,
                    "links",
                    links);
     if (w && clock && clock->valid) {
-        json_t *c = json_pack (
-            "{s:I, s:I}",
-            "offset_ns",
-            (json_int_t)clamp (
-                clock->offset_ns, -FM_API_CLOCK_ABS_MAX_NS, FM_API_CLOCK_ABS_MAX_NS),
-            "error_ns",
-            (json_int_t)clamp (clock->error_ns, 0, FM_API_CLOCK_ABS_MAX_NS));
+        double drift = clock->drift_ppb;
+        json_t *c;
+        if (!(drift >= -FM_REPORT_DRIFT_MAX_PPB)) {
+            drift = -FM_REPORT_DRIFT_MAX_PPB; /* NaN too */
+        } else if (drift > FM_REPORT_DRIFT_MAX_PPB) {
+            drift = FM_REPORT_DRIFT_MAX_PPB;
+        }
+        c = json_pack ("{s:I, s:I, s:f}",
+                       "offset_ns",
+                       (json_int_t)clamp (clock->offset_ns,
+                                          -FM_API_CLOCK_ABS_MAX_NS,
+                                          FM_API_CLOCK_ABS_MAX_NS),
+                       "error_ns",
+                       (json_int_t)clamp (clock->error_ns, 0, FM_API_CLOCK_ABS_MAX_NS),
+                       "drift_ppb",
+                       drift);
         if (!c || json_object_set_new (w, "clock", c) < 0) {
             json_decref (w);
             goto nomem;
@@ -127,14 +136,15 @@ nomem:
     return NULL;
 }
 
-fm_clock_est_t fm_report_clock (const fm_linkstats_t *to_reference)
+fm_report_clock_t fm_report_clock (const fm_clock_estimate_t *to_reference)
 {
-    fm_clock_est_t c = {0};
+    fm_report_clock_t c = {0};
 
-    if (to_reference && to_reference->have_offset) {
+    if (to_reference && to_reference->valid) {
         c.valid = true;
         c.offset_ns = -to_reference->offset_ns;
-        c.error_ns = to_reference->offset_err_ns;
+        c.error_ns = to_reference->bound_ns;
+        c.drift_ppb = -to_reference->drift_ppb;
     }
     return c;
 }

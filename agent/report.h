@@ -9,14 +9,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "clock.h"
 #include "stats.h"
+
+/* |clock.drift_ppb| accepted by fabricd (doc/api.md): 1000 ppm. */
+#define FM_REPORT_DRIFT_MAX_PPB 1e6
 
 /* The clock estimate of this node against the job's reference node. */
 typedef struct {
     bool valid;
     int64_t offset_ns; /* local - reference */
     int64_t error_ns;
-} fm_clock_est_t;
+    double drift_ppb; /* d(local - reference) / dt */
+} fm_report_clock_t;
 
 /* One window object of POST /v1/reports (doc/api.md): for each target peer
  * an `out` and an `in` link entry built from stats[i]. Values are clamped to
@@ -25,14 +30,14 @@ typedef struct {
 json_t *fm_report_window (uint64_t seq,
                           int64_t start_ns,
                           int64_t end_ns,
-                          const fm_clock_est_t *clock,
+                          const fm_report_clock_t *clock,
                           const char *const *peers,
                           const fm_linkstats_t *stats,
                           size_t n);
 
-/* The clock estimate from the stats of the link to the reference node, which
- * measured offset = reference - local. Invalid without a sample.
+/* This node's clock from the estimate of the reference node's clock
+ * (theta = reference - local): invalid unless the estimate is.
  */
-fm_clock_est_t fm_report_clock (const fm_linkstats_t *to_reference);
+fm_report_clock_t fm_report_clock (const fm_clock_estimate_t *to_reference);
 
 #endif /* FM_AGENT_REPORT_H */

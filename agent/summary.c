@@ -10,10 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "client.h"
 #include "summary.h"
+#include "timeutil.h"
 
 #define PFX "fabric-monitor: "
 
@@ -38,6 +40,7 @@ char *fm_summary_format (json_t *summary, fm_error_t *err)
 {
     json_int_t job_id, windows, records;
     json_t *links, *l;
+    const char *mode;
     char *buf = NULL;
     size_t len = 0, i;
     FILE *fp;
@@ -62,11 +65,15 @@ char *fm_summary_format (json_t *summary, fm_error_t *err)
         fm_errprintf (err, "out of memory");
         return NULL;
     }
+    mode = json_string_value (json_object_get (summary, "mode"));
     fprintf (fp,
              PFX "network summary of job %" JSON_INTEGER_FORMAT
-                 ": %" JSON_INTEGER_FORMAT " report windows, %" JSON_INTEGER_FORMAT
-                 " link records, %zu links\n",
+                 "%s%s%s: %" JSON_INTEGER_FORMAT
+                 " report windows, %" JSON_INTEGER_FORMAT " link records, %zu links\n",
              job_id,
+             mode ? " (" : "",
+             mode ? mode : "",
+             mode ? " mode)" : "",
              windows,
              records,
              json_array_size (links));
@@ -83,8 +90,7 @@ char *fm_summary_format (json_t *summary, fm_error_t *err)
                  "owd_p50",
                  "owd_p99");
     }
-    json_array_foreach (links, i, l)
-    {
+    json_array_foreach (links, i, l) {
         const char *src, *dst, *rep;
         json_int_t sent, lost;
         double ratio;
@@ -143,10 +149,73 @@ char *fm_summary_format (json_t *summary, fm_error_t *err)
     return buf;
 }
 
+int fm_summary_pending (json_t *job, size_t *agents, size_t *pending)
+{
+    json_t *a, *v;
+    size_t i, n = 0;
+
+    if (!json_is_array (a = json_object_get (job, "agents"))) {
+        errno = EPROTO;
+        return -1;
+    }
+    json_array_foreach (a, i, v) {
+        json_t *f = json_object_get (v, "final");
+        if (!json_is_boolean (f)) {
+            errno = EPROTO;
+            return -1;
+        }
+        if (!json_is_true (f)) {
+            n++;
+        }
+    }
+    *agents = json_array_size (a);
+    *pending = n;
+    return 0;
+}
+
+/* Poll the job until its agents are final or wait_ns passed: the number of
+ * agents still pending into *pending (0 also when the job view is
+ * unavailable: the summary then says what it can).
+ */
+static void wait_final (
+    fm_client_t *c, uint64_t job_id, int64_t wait_ns, size_t *agents, size_t *pending)
+{
+    int64_t deadline = fm_time_mono_ns () + wait_ns;
+    char path[64];
+
+    *agents = *pending = 0;
+    snprintf (path, sizeof (path), "/v1/jobs/%" PRIu64, job_id);
+    for (;;) {
+        json_t *ans = NULL;
+        fm_error_t err;
+        int64_t now;
+        int rc = fm_client_request (c, "GET", path, NULL, &ans, &err);
+
+        rc = rc == 200 ? fm_summary_pending (ans, agents, pending) : -1;
+        json_decref (ans);
+        if (rc < 0) {
+            *agents = *pending = 0;
+            return;
+        }
+        now = fm_time_mono_ns ();
+        if (*pending == 0 || now >= deadline) {
+            return;
+        }
+        {
+            struct timespec ts = fm_ns_to_timespec (deadline - now < FM_SUMMARY_POLL_NS
+                                                        ? deadline - now
+                                                        : FM_SUMMARY_POLL_NS);
+            while (nanosleep (&ts, &ts) < 0 && errno == EINTR) {
+            }
+        }
+    }
+}
+
 int fm_summary_fetch (const char *daemon_url,
                       const char *munge_socket,
                       uint64_t job_id,
                       const char *output,
+                      int64_t wait_ns,
                       fm_error_t *err)
 {
     fm_client_t *c;
@@ -154,10 +223,13 @@ int fm_summary_fetch (const char *daemon_url,
     char path[64], *text = NULL;
     int status, fd = STDOUT_FILENO, ret = -1;
     struct stat sb;
-    size_t len, off = 0;
+    size_t len, off = 0, agents = 0, pending = 0;
 
     if (!(c = fm_client_create (daemon_url, munge_socket, 5000, err))) {
         return -1;
+    }
+    if (wait_ns > 0) {
+        wait_final (c, job_id, wait_ns, &agents, &pending);
     }
     snprintf (path, sizeof (path), "/v1/jobs/%" PRIu64 "/summary", job_id);
     status = fm_client_request (c, "GET", path, NULL, &ans, err);
@@ -170,6 +242,22 @@ int fm_summary_fetch (const char *daemon_url,
     }
     if (!(text = fm_summary_format (ans, err))) {
         goto done;
+    }
+    if (pending > 0) {
+        char *t;
+        if (asprintf (&t,
+                      "%s" PFX "%zu of %zu agents had not sent their last window"
+                      " after %.3gs: it is not in this summary\n",
+                      text,
+                      pending,
+                      agents,
+                      (double)wait_ns / 1e9)
+            < 0) {
+            fm_errprintf (err, "out of memory");
+            goto done;
+        }
+        free (text);
+        text = t;
     }
     if (output) {
         /* the job's own output file: never create, never follow a link, and

@@ -162,7 +162,8 @@ fm_auth_result_t fm_auth_identify (fm_auth_t *a,
         snprintf (msg,
                   msglen,
                   "cannot decode the credential: %s",
-                  munge_ctx_strerror (a->ctx));
+                  munge_ctx_strerror (a->ctx) ? munge_ctx_strerror (a->ctx)
+                                              : munge_strerror (e));
         return FM_AUTH_ERROR;
     default:
         free (payload);

@@ -134,32 +134,35 @@ void fm_jobs_nodes (fm_daemon_t *d, const fm_request_t *req, fm_response_t *resp
     for (size_t i = 0; i < n; i++) {
         const fm_node_stat_t *x = &nodes[i];
         json_t *health = json_loads (x->health_json, 0, NULL);
-        json_t *o = json_pack ("{s:s, s:I, s:I, s:I, s:o, s:o, s:I, s:I, s:I, s:f, s:o,"
-                               " s:o}",
-                               "node",
-                               x->node,
-                               "last_seen_ns",
-                               (json_int_t)x->last_seen_ns,
-                               "last_job_id",
-                               (json_int_t)x->last_job_id,
-                               "windows",
-                               (json_int_t)x->windows,
-                               "clock_offset_ns",
-                               int_or_null (x->has_clock, x->clock_offset_ns),
-                               "clock_error_ns",
-                               int_or_null (x->has_clock, x->clock_error_ns),
-                               "links",
-                               (json_int_t)x->links,
-                               "sent",
-                               (json_int_t)x->sent,
-                               "lost",
-                               (json_int_t)x->lost,
-                               "loss_ratio",
-                               x->sent > 0 ? (double)x->lost / (double)x->sent : 0.0,
-                               "rtt_p99_max_ns",
-                               int_or_null (x->has_rtt, x->rtt_p99_max_ns),
-                               "health",
-                               health ? health : json_array ());
+        json_t *o =
+            json_pack ("{s:s, s:I, s:I, s:I, s:o, s:o, s:o, s:I, s:I, s:I, s:f,"
+                       " s:o, s:o}",
+                       "node",
+                       x->node,
+                       "last_seen_ns",
+                       (json_int_t)x->last_seen_ns,
+                       "last_job_id",
+                       (json_int_t)x->last_job_id,
+                       "windows",
+                       (json_int_t)x->windows,
+                       "clock_offset_ns",
+                       int_or_null (x->has_clock, x->clock_offset_ns),
+                       "clock_error_ns",
+                       int_or_null (x->has_clock, x->clock_error_ns),
+                       "clock_drift_ppb",
+                       x->has_drift ? json_real (x->clock_drift_ppb) : json_null (),
+                       "links",
+                       (json_int_t)x->links,
+                       "sent",
+                       (json_int_t)x->sent,
+                       "lost",
+                       (json_int_t)x->lost,
+                       "loss_ratio",
+                       x->sent > 0 ? (double)x->lost / (double)x->sent : 0.0,
+                       "rtt_p99_max_ns",
+                       int_or_null (x->has_rtt, x->rtt_p99_max_ns),
+                       "health",
+                       health ? health : json_array ());
         if (!o || json_array_append_new (a, o) < 0) {
             json_decref (a);
             goto nomem;
@@ -225,7 +228,7 @@ void fm_jobs_get (fm_daemon_t *d,
     }
     for (size_t i = 0; i < n; i++) {
         json_t *o =
-            json_pack ("{s:I, s:s, s:s, s:I, s:I, s:o, s:I}",
+            json_pack ("{s:I, s:s, s:s, s:I, s:I, s:o, s:I, s:b}",
                        "agent_id",
                        (json_int_t)agents[i].agent_id,
                        "node",
@@ -239,7 +242,9 @@ void fm_jobs_get (fm_daemon_t *d,
                        "last_seq",
                        int_or_null (agents[i].last_seq >= 0, agents[i].last_seq),
                        "windows",
-                       (json_int_t)agents[i].windows);
+                       (json_int_t)agents[i].windows,
+                       "final",
+                       agents[i].final);
         if (!o || json_array_append_new (a, o) < 0) {
             json_decref (a);
             goto nomem;
@@ -248,9 +253,11 @@ void fm_jobs_get (fm_daemon_t *d,
     free (agents);
     fm_api_json (resp,
                  200,
-                 json_pack ("{s:I, s:I, s:I, s:I, s:I, s:o}",
+                 json_pack ("{s:I, s:s, s:I, s:I, s:I, s:I, s:o}",
                             "job_id",
                             (json_int_t)job.job_id,
+                            "mode",
+                            fm_job_mode_name (job.mode),
                             "user_id",
                             (json_int_t)job.user_id,
                             "created_ns",
@@ -291,9 +298,11 @@ void fm_jobs_summary (fm_daemon_t *d,
     }
     fm_api_json (resp,
                  200,
-                 json_pack ("{s:I, s:I, s:I, s:I, s:o}",
+                 json_pack ("{s:I, s:s, s:I, s:I, s:I, s:o}",
                             "job_id",
                             (json_int_t)job_id,
+                            "mode",
+                            fm_job_mode_name (job.mode),
                             "since_ns",
                             (json_int_t)since,
                             "windows",

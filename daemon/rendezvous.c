@@ -49,9 +49,11 @@ peers_json (fm_daemon_t *d, const fm_job_t *job, bool with_key, fm_response_t *r
         }
     }
     free (agents);
-    o = json_pack ("{s:I, s:I, s:I, s:o}",
+    o = json_pack ("{s:I, s:s, s:I, s:I, s:o}",
                    "job_id",
                    (json_int_t)job->job_id,
+                   "mode",
+                   fm_job_mode_name (job->mode),
                    "window_ns",
                    (json_int_t)job->window_ns,
                    "expected",
@@ -113,6 +115,7 @@ void fm_rdv_register (fm_daemon_t *d,
     job.user_id = reg.user_id;
     job.expected = reg.expected;
     job.window_ns = d->window_ns;
+    job.mode = reg.mode;
     job.created_ns = fm_time_real_ns ();
     /* Generated for every registration, kept only by the one that creates the job. */
     randombytes_buf (job.probe_key, sizeof (job.probe_key));

@@ -100,8 +100,7 @@ static int check_object (ctx_t *c, json_t *o, const char *const allowed[])
     if (!json_is_object (o)) {
         return fail (c, NULL, "must be an object");
     }
-    json_object_foreach (o, key, v)
-    {
+    json_object_foreach (o, key, v) {
         size_t i;
         for (i = 0; allowed[i]; i++) {
             if (strcmp (key, allowed[i]) == 0) {
@@ -867,6 +866,20 @@ static int read_str (lex_t *l, ctx_t *c, const char *key, const char **out, size
     return lex_string (l, out, len);
 }
 
+static int read_bool (lex_t *l, ctx_t *c, const char *key, bool *out)
+{
+    int ch = peek (l);
+
+    if (ch != 't' && ch != 'f') {
+        return wrong_type (l, c, key, "must be a boolean");
+    }
+    if (literal (l, ch == 't' ? "true" : "false") < 0) {
+        return -1;
+    }
+    *out = ch == 't';
+    return 0;
+}
+
 static int range (ctx_t *c, const char *key, int64_t v, int64_t min, int64_t max)
 {
     if (v < min) {
@@ -1098,8 +1111,7 @@ static int stream_health (lex_t *l, ctx_t *c, fm_window_t *w)
         return too_large (c, "health", FM_API_MAX_HEALTH);
     }
     render (c, prefix, sizeof (prefix));
-    json_array_foreach (a, i, v)
-    {
+    json_array_foreach (a, i, v) {
         snprintf (path, sizeof (path), "%s.health[%zu]", prefix, i);
         if (parse_health (&sub, v) < 0) {
             json_decref (a);
@@ -1150,7 +1162,7 @@ static int stream_links (lex_t *l, ctx_t *c, fm_window_t *w)
 
 static int stream_clock (lex_t *l, ctx_t *c, fm_window_t *w)
 {
-    static const char *const fields[] = {"offset_ns", "error_ns", NULL};
+    static const char *const fields[] = {"offset_ns", "error_ns", "drift_ppb", NULL};
     ctx_t sub = {NULL, c->inv, c, "clock", -1};
     char k[64];
     unsigned seen = 0;
@@ -1166,9 +1178,27 @@ static int stream_clock (lex_t *l, ctx_t *c, fm_window_t *w)
         if (i < 0) {
             return fail (&sub, k, "unknown field");
         }
-        if (once (l, &seen, i) < 0
-            || read_int (l, &sub, k, i == 0 ? &w->clock_offset_ns : &w->clock_error_ns)
-                   < 0) {
+        if (once (l, &seen, i) < 0) {
+            return -1;
+        }
+        if (i == 2) {
+            num_t n;
+            int ch = peek (l);
+            if (ch != '-' && !(ch >= '0' && ch <= '9')) {
+                return wrong_type (l, &sub, k, "must be a number");
+            }
+            if (lex_number (l, &n) < 0) {
+                return -1;
+            }
+            w->clock_drift_ppb = n.is_int ? (double)n.i : n.d;
+            if (!(fabs (w->clock_drift_ppb) <= FM_WINDOW_DRIFT_MAX_PPB)) {
+                return fail (&sub, k, "must be within [-1e6, 1e6]");
+            }
+            w->has_drift = true;
+            continue;
+        }
+        if (read_int (l, &sub, k, i == 0 ? &w->clock_offset_ns : &w->clock_error_ns)
+            < 0) {
             return -1;
         }
     }
@@ -1267,7 +1297,7 @@ static int stream_window (lex_t *l, ctx_t *c, int64_t now_ns, fm_window_t *w)
 int fm_report_parse (
     const char *body, size_t len, int64_t now_ns, fm_report_t *rep, fm_invalid_t *inv)
 {
-    static const char *const fields[] = {"job_id", "node", "windows", NULL};
+    static const char *const fields[] = {"job_id", "node", "windows", "final", NULL};
     fm_report_t r = {0};
     lex_t l = {
         body ? body : "", body ? body : "", (body ? body : "") + len, NULL, 0, inv};
@@ -1307,6 +1337,12 @@ int fm_report_parse (
         }
         if (i == 1) {
             if (read_str (&l, &c, k, &r.node, &nodelen) < 0) {
+                goto error;
+            }
+            continue;
+        }
+        if (i == 3) {
+            if (read_bool (&l, &c, k, &r.final) < 0) {
                 goto error;
             }
             continue;
@@ -1418,7 +1454,9 @@ int fm_registration_parse (json_t *root, fm_registration_t *reg, fm_invalid_t *i
                                          "probe_addr",
                                          "probe_port",
                                          "nics",
+                                         "mode",
                                          NULL};
+    static const char *const modes[] = {"observe", "protect", NULL};
     fm_registration_t r = {0};
     char path[64];
     ctx_t c = {.path = "", .inv = inv};
@@ -1442,6 +1480,13 @@ int fm_registration_parse (json_t *root, fm_registration_t *reg, fm_invalid_t *i
     if (!fm_ip_literal_valid (r.probe_addr)) {
         return fail (&c, "probe_addr", "not an IPv4 or IPv6 address");
     }
+    if (json_object_get (root, "mode")) {
+        int mode;
+        if (get_enum (&c, root, "mode", modes, &mode) < 0) {
+            return -1;
+        }
+        r.mode = (fm_job_mode_t)mode;
+    }
     if (rc == 1) {
         fm_error_t err;
         fm_hostlist_t *hl = fm_hostlist_expand (r.job_nodes, 65536, &err);
@@ -1463,8 +1508,7 @@ int fm_registration_parse (json_t *root, fm_registration_t *reg, fm_invalid_t *i
         if (json_array_size (nics) > FM_API_MAX_NICS) {
             return too_large (&c, "nics", FM_API_MAX_NICS);
         }
-        json_array_foreach (nics, i, v)
-        {
+        json_array_foreach (nics, i, v) {
             snprintf (path, sizeof (path), "nics[%zu]", i);
             if (parse_nic (&sub, v) < 0) {
                 return -1;
@@ -1476,6 +1520,11 @@ int fm_registration_parse (json_t *root, fm_registration_t *reg, fm_invalid_t *i
     }
     *reg = r;
     return 0;
+}
+
+const char *fm_job_mode_name (fm_job_mode_t mode)
+{
+    return mode == FM_JOB_PROTECT ? "protect" : "observe";
 }
 
 void fm_registration_release (fm_registration_t *reg)

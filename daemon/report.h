@@ -37,11 +37,16 @@ typedef struct {
     int64_t sent, received, lost, reordered;
 } fm_link_rec_t;
 
+/* clock.drift_ppb bound (doc/api.md) */
+#define FM_WINDOW_DRIFT_MAX_PPB 1e6
+
 typedef struct {
     int64_t seq;
     int64_t start_ns, end_ns;
     bool has_clock;
     int64_t clock_offset_ns, clock_error_ns;
+    bool has_drift;
+    double clock_drift_ppb; /* |x| <= FM_WINDOW_DRIFT_MAX_PPB */
     fm_link_rec_t *links;
     size_t nlinks;
     char *health_json; /* compact JSON array, malloc'd */
@@ -50,6 +55,7 @@ typedef struct {
 typedef struct {
     int64_t job_id;
     const char *node; /* in strings */
+    bool final;       /* the agent's last batch: it stopped after these windows */
     fm_window_t *windows;
     size_t nwindows;
     size_t nrecords;
@@ -68,6 +74,17 @@ typedef struct {
     int64_t port;
 } fm_nic_addr_t;
 
+/* A job's mode (POST /v1/agents `mode`): observe only reports; protect also
+ * lets fabricd act on what it sees. The values are stored: append only.
+ */
+typedef enum {
+    FM_JOB_OBSERVE = 0,
+    FM_JOB_PROTECT = 1,
+} fm_job_mode_t;
+
+/* "observe", "protect"; "observe" for anything else. */
+const char *fm_job_mode_name (fm_job_mode_t mode);
+
 typedef struct {
     int64_t job_id;
     const char *node;
@@ -76,7 +93,8 @@ typedef struct {
     int64_t expected;      /* node count of job_nodes, 0 when absent */
     const char *probe_addr;
     int64_t probe_port;
-    char *nics_json; /* compact array, malloc'd */
+    fm_job_mode_t mode; /* FM_JOB_OBSERVE when absent */
+    char *nics_json;    /* compact array, malloc'd */
 } fm_registration_t;
 
 /* Validate a POST /v1/agents document. Strings are borrowed from root. */

@@ -38,6 +38,7 @@ typedef struct {
     int64_t expected;
     int64_t window_ns;
     int64_t created_ns;
+    fm_job_mode_t mode; /* fixed by the job's first registration */
     unsigned char probe_key[32];
 } fm_job_t;
 
@@ -49,10 +50,11 @@ typedef struct {
     int64_t registered_ns;
     int64_t last_seq; /* -1 when none */
     int64_t windows;
+    bool final; /* its last batch (`final: true`) arrived since it registered */
 } fm_agent_t;
 
 /* Register (job, node). A new job takes job->user_id, expected, window_ns,
- * created_ns and probe_key from *job; an existing one keeps its own and *job is
+ * created_ns, mode and probe_key from *job; an existing one keeps its own and *job is
  * overwritten with the stored values. The agent row is created or updated.
  * *created says whether (job, node) was new. EEXIST + err when the job exists
  * with another user_id.
@@ -84,7 +86,9 @@ typedef struct {
     size_t records;    /* link entries stored */
 } fm_store_put_result_t;
 
-/* Store every window of the report in one transaction: all or nothing. */
+/* Store every window of the report in one transaction: all or nothing. A
+ * final report also marks the agent final (a registration clears it).
+ */
 int fm_store_put_report (fm_store_t *st,
                          const fm_report_t *rep,
                          fm_store_put_result_t *res,
@@ -119,6 +123,8 @@ typedef struct {
     int64_t windows;
     bool has_clock;
     int64_t clock_offset_ns, clock_error_ns;
+    bool has_drift;
+    double clock_drift_ppb;
     int64_t links;
     int64_t sent, lost;
     bool has_rtt;

@@ -62,7 +62,9 @@ struct fm_store {
 fm_store_t *
 fm_store_sqlite_open (const char *path, fm_store_sync_t sync, fm_error_t *err);
 
-/* For tests: open and migrate only up to schema version `version`. */
+/* For tests: open and migrate only up to schema version `version`. A handle
+ * at an older version than the latest can only be closed.
+ */
 fm_store_t *fm_store_sqlite_open_version (const char *path,
                                           fm_store_sync_t sync,
                                           int version,

@@ -34,6 +34,10 @@ static const char *const migrations[] = {
     " PRIMARY KEY (window_id, peer_id, dir)) WITHOUT ROWID;",
     /* 2: per-node latest-window lookups for GET /v1/nodes */
     "CREATE INDEX windows_node_end ON windows (node_id, end_ns);",
+    /* 3: the job's mode; whether an agent sent its last batch; clock drift */
+    "ALTER TABLE jobs ADD COLUMN mode INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE agents ADD COLUMN final INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE windows ADD COLUMN clock_drift_ppb REAL;",
 };
 #define NMIGRATIONS ((int)(sizeof (migrations) / sizeof (migrations[0])))
 
@@ -50,6 +54,7 @@ enum {
     S_AGENT_INS,
     S_AGENT_UPD,
     S_AGENTS,
+    S_AGENT_FINAL,
     S_WIN_INS,
     S_LINK_INS,
     S_LINKS,
@@ -69,29 +74,30 @@ static const char *const sql[S_COUNT] = {
     [S_ROLLBACK] = "ROLLBACK",
     [S_NODE_INS] = "INSERT OR IGNORE INTO nodes (name) VALUES (?1)",
     [S_NODE_SEL] = "SELECT id FROM nodes WHERE name = ?1",
-    [S_JOB_SEL] = "SELECT user_id, expected, window_ns, created_ns, probe_key"
+    [S_JOB_SEL] = "SELECT user_id, expected, window_ns, created_ns, probe_key, mode"
                   " FROM jobs WHERE job_id = ?1",
     [S_JOB_INS] = "INSERT INTO jobs (job_id, user_id, expected, window_ns, created_ns,"
-                  " probe_key) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                  " probe_key, mode) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     [S_JOB_EXPECTED] =
         "UPDATE jobs SET expected = ?2 WHERE job_id = ?1 AND expected = 0",
     [S_AGENT_SEL] = "SELECT agent_id FROM agents WHERE job_id = ?1 AND node_id = ?2",
     [S_AGENT_INS] = "INSERT INTO agents (job_id, node_id, probe_addr, probe_port, nics,"
                     " registered_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     [S_AGENT_UPD] = "UPDATE agents SET probe_addr = ?2, probe_port = ?3, nics = ?4,"
-                    " registered_ns = ?5 WHERE agent_id = ?1",
+                    " registered_ns = ?5, final = 0 WHERE agent_id = ?1",
     [S_AGENTS] =
         "SELECT a.agent_id, n.name, a.probe_addr, a.probe_port, a.registered_ns,"
         " (SELECT max(seq) FROM windows w WHERE w.job_id = a.job_id"
         "  AND w.node_id = a.node_id),"
         " (SELECT count(*) FROM windows w WHERE w.job_id = a.job_id"
-        "  AND w.node_id = a.node_id)"
+        "  AND w.node_id = a.node_id), a.final"
         " FROM agents a JOIN nodes n ON n.id = a.node_id"
         " WHERE a.job_id = ?1 ORDER BY a.agent_id",
+    [S_AGENT_FINAL] = "UPDATE agents SET final = 1 WHERE job_id = ?1 AND node_id = ?2",
     [S_WIN_INS] =
         "INSERT OR IGNORE INTO windows (job_id, node_id, seq, start_ns, end_ns,"
-        " clock_offset_ns, clock_error_ns, nlinks, health)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        " clock_offset_ns, clock_error_ns, nlinks, health, clock_drift_ppb)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     [S_LINK_INS] =
         "INSERT INTO links VALUES"
         " (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
@@ -117,7 +123,7 @@ static const char *const sql[S_COUNT] = {
         "SELECT n.name, lw.end_ns, lw.job_id, lw.clock_offset_ns, lw.clock_error_ns,"
         " lw.health,"
         " (SELECT count(*) FROM windows w WHERE w.node_id = n.id AND w.end_ns >= ?1),"
-        " a.links, a.sent, a.lost, a.rtt99"
+        " a.links, a.sent, a.lost, a.rtt99, lw.clock_drift_ppb"
         " FROM nodes n JOIN windows lw ON lw.id = (SELECT id FROM windows w2"
         "  WHERE w2.node_id = n.id ORDER BY w2.end_ns DESC, w2.id DESC LIMIT 1)"
         " LEFT JOIN (SELECT w.node_id AS node_id,"
@@ -312,6 +318,8 @@ static int job_get (fm_store_t *st, int64_t job_id, fm_job_t *job, fm_error_t *e
         return fm_errprintf (err, "job %lld: corrupt probe key", (long long)job_id);
     }
     memcpy (job->probe_key, sqlite3_column_blob (q, 4), sizeof (job->probe_key));
+    job->mode =
+        sqlite3_column_int (q, 5) == FM_JOB_PROTECT ? FM_JOB_PROTECT : FM_JOB_OBSERVE;
     sqlite3_reset (q);
     return 0;
 }
@@ -363,6 +371,7 @@ static int reg (fm_store_t *st,
         sqlite3_bind_int64 (q, 5, job->created_ns);
         sqlite3_bind_blob (
             q, 6, job->probe_key, sizeof (job->probe_key), SQLITE_STATIC);
+        sqlite3_bind_int (q, 7, (int)job->mode);
         if (sqlite3_step (q) != SQLITE_DONE) {
             dberr (s, err, "insert job");
             goto error;
@@ -460,6 +469,7 @@ agents (fm_store_t *st, int64_t job_id, fm_agent_t **out, size_t *n, fm_error_t 
                           ? -1
                           : sqlite3_column_int64 (q, 5);
         a->windows = sqlite3_column_int64 (q, 6);
+        a->final = sqlite3_column_int (q, 7) != 0;
     }
     if (rc != SQLITE_DONE) {
         free (v);
@@ -546,6 +556,9 @@ static int put_report (fm_store_t *st,
         }
         sqlite3_bind_int64 (q, 8, (int64_t)w->nlinks);
         sqlite3_bind_text (q, 9, w->health_json, -1, SQLITE_STATIC);
+        if (w->has_clock && w->has_drift) {
+            sqlite3_bind_double (q, 10, w->clock_drift_ppb);
+        }
         if (sqlite3_step (q) != SQLITE_DONE) {
             dberr (s, err, "insert window");
             goto error;
@@ -580,6 +593,15 @@ static int put_report (fm_store_t *st,
         }
         r.accepted++;
         r.records += w->nlinks;
+    }
+    if (rep->final) {
+        sqlite3_stmt *q = stmt (s, S_AGENT_FINAL);
+        sqlite3_bind_int64 (q, 1, rep->job_id);
+        sqlite3_bind_int64 (q, 2, nid);
+        if (sqlite3_step (q) != SQLITE_DONE) {
+            dberr (s, err, "mark agent final");
+            goto error;
+        }
     }
     if (commit (s, err) < 0) {
         goto error;
@@ -705,6 +727,10 @@ static int nodes (
         if (sqlite3_column_type (q, 10) != SQLITE_NULL) {
             x->has_rtt = true;
             x->rtt_p99_max_ns = sqlite3_column_int64 (q, 10);
+        }
+        if (sqlite3_column_type (q, 11) != SQLITE_NULL) {
+            x->has_drift = true;
+            x->clock_drift_ppb = sqlite3_column_double (q, 11);
         }
     }
     if (rc != SQLITE_DONE) {
@@ -938,7 +964,8 @@ fm_store_t *fm_store_sqlite_open_version (const char *path,
     if (exec_sql (s, pragmas, err) < 0 || migrate (s, version, err) < 0) {
         goto error;
     }
-    for (int i = 0; i < S_COUNT; i++) {
+    /* the statements need the latest schema: an older one is only migrated */
+    for (int i = 0; i < S_COUNT && version == NMIGRATIONS; i++) {
         if (sqlite3_prepare_v3 (
                 s->db, sql[i], -1, SQLITE_PREPARE_PERSISTENT, &s->stmt[i], NULL)
             != SQLITE_OK) {

@@ -40,4 +40,5 @@ AC_DEFUN([X_AC_SLURM], [
   AC_SUBST([SLURM_CPPFLAGS])
   AC_SUBST([SLURM_LIBS])
   AM_CONDITIONAL([HAVE_SLURM], [test "x$x_ac_have_slurm" = xyes])
+  AM_CONDITIONAL([HAVE_LIBSLURM], [test -n "$SLURM_LIBS"])
 ])

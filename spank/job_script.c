@@ -29,9 +29,15 @@
  * the job goes on unmonitored.
  */
 
-#define AGENT_GRACE_NS (10LL * 1000000000LL) /* agent's flush (5 s) plus one HTTP try  \
-                                              */
-#define SUMMARY_TIMEOUT_NS (15LL * 1000000000LL)
+#define AGENT_GRACE_NS                                                                 \
+    (10LL * 1000000000LL) /* agent's flush (5 s) plus one HTTP try                     \
+                           */
+/* The summary first waits for the last windows of the job's other agents,
+ * which their own epilogs are stopping meanwhile: at most SUMMARY_WAIT, then
+ * one request of at most 5 s.
+ */
+#define SUMMARY_WAIT "10s"
+#define SUMMARY_TIMEOUT_NS (20LL * 1000000000LL)
 #define OUTPATH_MAX 4096
 
 typedef struct {
@@ -208,6 +214,8 @@ int fm_spank_job_prolog (spank_t sp)
     argv[ac++] = uid;
     argv[ac++] = "--statedir";
     argv[ac++] = job.jobdir;
+    argv[ac++] = "--mode";
+    argv[ac++] = (char *)fm_mode_name (req.mode);
     if (fm_plugin.conf.munge_socket[0]) {
         argv[ac++] = "--munge-socket";
         argv[ac++] = fm_plugin.conf.munge_socket;
@@ -277,6 +285,8 @@ static void append_summary (const job_t *job)
     argv[ac++] = jobid;
     argv[ac++] = "--output";
     argv[ac++] = outpath;
+    argv[ac++] = "--wait";
+    argv[ac++] = SUMMARY_WAIT;
     if (fm_plugin.conf.munge_socket[0]) {
         argv[ac++] = "--munge-socket";
         argv[ac++] = fm_plugin.conf.munge_socket;

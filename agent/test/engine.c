@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <setjmp.h>
@@ -41,7 +42,7 @@ static fm_engine_t *make_engine_grace (double rate, int64_t offset, int64_t grac
         .rate = rate,
         .timeout_ns = 200 * 1000 * 1000,
         .max_samples = 10000,
-        .clock_offset_ns = offset,
+        .clock = {.offset_ns = offset},
         .startup_grace_ns = grace,
     };
     struct sockaddr_in sin = loopback (0);
@@ -336,6 +337,91 @@ static void run_stop (bool bye, fm_linkstats_t *sa, uint64_t *sent_after)
     fm_engine_destroy (e[0]);
 }
 
+/* Two engines, B on a virtual clock 3 ms ahead and 25 ppm fast, each with
+ * estimator `type`: both see the other's clock, kernel stamps mapped too.
+ */
+static void check_clock (fm_clock_est_type_t type)
+{
+    fm_engine_cfg_t cfg = {
+        .rate = 200,
+        .timeout_ns = 200 * 1000 * 1000,
+        .max_samples = 10000,
+        .estimator = type,
+    };
+    fm_engine_t *e[2];
+    fm_node_t nodes[2];
+    uint16_t ta = 1, tb = 0;
+    struct sockaddr_in sin = loopback (0);
+    fm_clock_estimate_t ea, eb;
+    fm_error_t err;
+    int64_t host, now_b, now_a, truth;
+
+    assert_non_null (
+        e[0] = fm_engine_create (&cfg, (struct sockaddr *)&sin, sizeof (sin), &err));
+    cfg.clock = (fm_vclock_params_t){.offset_ns = 3000000, .drift_ppb = 25000};
+    assert_non_null (
+        e[1] = fm_engine_create (&cfg, (struct sockaddr *)&sin, sizeof (sin), &err));
+    set_node (&nodes[0], "a", fm_engine_port (e[0]));
+    set_node (&nodes[1], "b", fm_engine_port (e[1]));
+    assert_int_equal (fm_engine_start (e[0], 77, key, nodes, 2, 0, &ta, 1, &err), 0);
+    assert_int_equal (fm_engine_start (e[1], 77, key, nodes, 2, 1, &tb, 1, &err), 0);
+    assert_int_equal (fm_engine_clock_estimate (e[0], 0, 0, &ea), -1);
+    assert_int_equal (errno, EAGAIN);
+    assert_false (ea.valid);
+    assert_int_equal (fm_engine_clock_estimate (e[0], 1, 0, &ea), -1);
+    assert_int_equal (errno, EINVAL);
+
+    drive (e, 2, 2500LL * 1000 * 1000);
+    now_b = fm_engine_clock_now (e[1], &host);
+    now_a = fm_engine_clock_now (e[0], NULL);
+    truth = now_b - host; /* A runs on the host clock */
+    assert_true (fm_engine_clock_rate_ppb (e[1]) == 25000);
+    assert_true (fm_engine_clock_rate_ppb (e[0]) == 0);
+    if (fm_engine_clock_estimate (e[0], 0, now_a, &ea) < 0) {
+        fail_msg ("a: no estimate: %s (%ju samples, %ju mixed)",
+                  ea.why,
+                  (uintmax_t)fm_engine_counters (e[0])->clock_samples,
+                  (uintmax_t)fm_engine_counters (e[0])->mixed_stamps);
+    }
+    if (fm_engine_clock_estimate (e[1], 0, now_b, &eb) < 0) {
+        fail_msg ("b: no estimate: %s", eb.why);
+    }
+    print_message ("# %s: a sees b %+jd ns (true %+jd) +- %jd, %.0f ppb; b sees a %+jd "
+                   "ns, %.0f ppb; %ju and %ju samples kept\n",
+                   type == FM_CLOCK_EST_HUYGENS ? "huygens" : "naive",
+                   (intmax_t)ea.offset_ns,
+                   (intmax_t)truth,
+                   (intmax_t)ea.bound_ns,
+                   ea.drift_ppb,
+                   (intmax_t)eb.offset_ns,
+                   eb.drift_ppb,
+                   (uintmax_t)fm_engine_counters (e[0])->clock_samples,
+                   (uintmax_t)fm_engine_counters (e[1])->clock_samples);
+    /* loopback with software stamps on a shared machine: microseconds, and
+     * the 25 ppm within 2 (2 s of samples); a sign, a stamp left off the
+     * virtual clock or a lost direction is off by milliseconds
+     */
+    assert_true (llabs (ea.offset_ns - truth) < 10000);
+    assert_true (llabs (eb.offset_ns + truth) < 10000);
+    assert_true (fabs (ea.drift_ppb - 25000) < 2000);
+    assert_true (fabs (eb.drift_ppb + 25000) < 2000);
+    assert_true (fm_engine_counters (e[0])->clock_samples >= 100);
+    /* loopback queues the two probes of a pair alike: huygens answers itself */
+    assert_int_equal (fm_engine_counters (e[0])->clock_fallbacks, 0);
+    fm_engine_destroy (e[0]);
+    fm_engine_destroy (e[1]);
+}
+
+static void test_clock_huygens (void **state)
+{
+    check_clock (FM_CLOCK_EST_HUYGENS);
+}
+
+static void test_clock_naive (void **state)
+{
+    check_clock (FM_CLOCK_EST_NAIVE);
+}
+
 static void test_bye_is_not_loss (void **state)
 {
     fm_linkstats_t s;
@@ -407,6 +493,8 @@ int main (void)
         cmocka_unit_test (test_unregistered_peer),
         cmocka_unit_test (test_bye_is_not_loss),
         cmocka_unit_test (test_loopback_ipv6),
+        cmocka_unit_test (test_clock_huygens),
+        cmocka_unit_test (test_clock_naive),
     };
     return cmocka_run_group_tests (tests, setup, NULL);
 }

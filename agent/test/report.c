@@ -40,7 +40,8 @@ static void test_window_json (void **state)
 {
     fm_linkstats_t st[2] = {sample_stats (), {0}};
     const char *peers[] = {"fmn2", "fmn3"};
-    fm_clock_est_t clock = {.valid = true, .offset_ns = -1000, .error_ns = 5};
+    fm_report_clock_t clock = {
+        .valid = true, .offset_ns = -1000, .error_ns = 5, .drift_ppb = 2.5e6};
     json_t *w = fm_report_window (7, 100, 200, &clock, peers, st, 2);
     json_t *links, *l;
     json_int_t v;
@@ -51,6 +52,10 @@ static void test_window_json (void **state)
     assert_int_equal (json_integer_value (json_object_get (w, "end_ns")), 200);
     assert_int_equal (json_unpack (w, "{s:{s:I}}", "clock", "offset_ns", &v), 0);
     assert_int_equal (v, -1000);
+    /* over the API's 1000 ppm: clamped */
+    assert_true (
+        json_real_value (json_object_get (json_object_get (w, "clock"), "drift_ppb"))
+        == 1e6);
     links = json_object_get (w, "links");
     assert_int_equal (json_array_size (links), 4);
 
@@ -87,7 +92,7 @@ static void test_window_without_clock (void **state)
 {
     fm_linkstats_t st = sample_stats ();
     const char *peers[] = {"x"};
-    fm_clock_est_t clock = {0};
+    fm_report_clock_t clock = {0};
     json_t *w;
 
     st.have_offset = false;
@@ -107,15 +112,17 @@ static void test_window_without_clock (void **state)
 
 static void test_clock_from_reference (void **state)
 {
-    fm_linkstats_t st = sample_stats ();
-    fm_clock_est_t c = fm_report_clock (&st);
+    fm_clock_estimate_t e = {
+        .valid = true, .offset_ns = 1000, .drift_ppb = -30.5, .bound_ns = 5};
+    fm_report_clock_t c = fm_report_clock (&e);
 
-    /* the link measured reference - local = +1000: local is 1000 behind */
+    /* the estimate says reference - local = +1000: local is 1000 behind */
     assert_true (c.valid);
     assert_int_equal (c.offset_ns, -1000);
     assert_int_equal (c.error_ns, 5);
-    st.have_offset = false;
-    assert_false (fm_report_clock (&st).valid);
+    assert_true (c.drift_ppb == 30.5);
+    e.valid = false;
+    assert_false (fm_report_clock (&e).valid);
     assert_false (fm_report_clock (NULL).valid);
 }
 

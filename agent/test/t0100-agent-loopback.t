@@ -67,6 +67,13 @@ fabricd_stop () {
 status_field () {
     curl -sf "$URL/v1/status" | jq -r "$1"
 }
+# get PATH: an authenticated GET
+get () {
+    local auth
+    auth=$(printf 'fm1 GET %s %s' "$1" "$(printf '' | sha256sum | cut -d' ' -f1)" \
+        | munge --socket="$SOCK")
+    curl -s -H "Authorization: Munge $auth" "$URL$1"
+}
 # agent NAME PORT [ARGS...]: start one agent of job 77 on n[1-2]; pid in $apid
 agent () {
     local name=$1 port=$2
@@ -92,15 +99,40 @@ stop () {
     pids=$(echo "$pids" | sed "s/ $1\b//")
 }
 
-plan 15
+plan 25
 
 fabricd_start
 ok $? "fabricd answers on $URL"
 
 p1=$(free_port SOCK_DGRAM); p2=$(free_port SOCK_DGRAM)
 agent n1 "$p1"; a1=$apid
-agent n2 "$p2" --clock-offset 2000000; a2=$apid
+agent n2 "$p2" --clock-offset 2000000 --clock-drift-ppb 20000 \
+    --clock-page "$T/n2.page"; a2=$apid
 sleep 4.5
+# Job time on n2 from its page (libfmclock): its clock runs 2 ms ahead and
+# 20 ppm fast, n1's is the reference, and n1 shares our host clock: job time
+# is host time to within the published bound.
+# a sanitizer build's library needs its runtime loaded first
+lib=$FM_BUILDDIR/lib/.libs/libfmclock.so
+preload=$(ldd "$lib" | awk '/lib(a|ub)san/ { printf "%s ", $3 }')
+page=$(LD_PRELOAD="$preload" ASAN_OPTIONS=detect_leaks=0 python3 - "$lib" "$T/n2.page" <<'PY'
+import ctypes, sys, time
+lib = ctypes.CDLL(sys.argv[1])
+lib.fm_clock_open.restype = ctypes.c_void_p
+lib.fm_clock_now.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+class ts(ctypes.Structure):
+    _fields_ = [("s", ctypes.c_long), ("ns", ctypes.c_long)]
+c = lib.fm_clock_open(sys.argv[2].encode())
+t, b = ts(), ctypes.c_uint64()
+if not c or lib.fm_clock_now(c, ctypes.byref(t), ctypes.byref(b)) != 0:
+    print("none"); sys.exit(0)
+host = time.clock_gettime_ns(time.CLOCK_REALTIME)
+print(t.s * 1000000000 + t.ns - host, b.value)
+PY
+)
+diag "n2's page: job time - host time, bound: $page"
+ok "$(echo "$page" | awk '{ d = $1 < 0 ? -$1 : $1; exit !(NF == 2 && $2 > 0 && $2 < 100000 && d <= $2 + 20000) }'; echo $?)" \
+    "libfmclock on n2 reads job time: host time within its bound (plus the read)"
 
 # garbage at n1's probe port: counted and logged once, not per datagram
 python3 - "$p1" <<'PY'
@@ -135,15 +167,23 @@ lost=$(awk '/^fabric-monitor: n[12] -> n[12] / { l += $7; s += $6 } END { print 
 ok "$(echo "$lost" | awk '{ exit !($2 >= 300 && $1 <= 3) }'; echo $?)" \
     "at most 3 probes lost on loopback (lost, sent: $lost)"
 
-# n2 ran 2 ms ahead: its reported clock offset says so, within the error bound
+# n2 ran 2 ms ahead: its reported clock offset says so, within the error bound,
+# and so does its drift
 auth=$(printf 'fm1 GET /v1/nodes %s' "$(printf '' | sha256sum | cut -d' ' -f1)" \
     | munge --socket="$SOCK")
 nodes=$(curl -s -H "Authorization: Munge $auth" "$URL/v1/nodes")
 off=$(echo "$nodes" | jq '.nodes[] | select(.node == "n2") | .clock_offset_ns')
 err=$(echo "$nodes" | jq '.nodes[] | select(.node == "n2") | .clock_error_ns')
-diag "n2 clock offset ${off} ns +- ${err} ns (true: 2000000)"
-ok "$(awk -v o="$off" -v e="$err" 'BEGIN { d = o - 2000000; if (d < 0) d = -d; exit !(o ~ /^-?[0-9]+$/ && e ~ /^[0-9]+$/ && e + 0 > 0 && d <= e + 0) }'; echo $?)" \
-    "n2's clock offset is 2 ms within its error bound"
+# 2 ms plus 20 ppm of the 5-6 s since it started: 100-120 us more
+diag "n2 clock offset ${off} ns +- ${err} ns (true: 2100000-2120000)"
+ok "$(awk -v o="$off" -v e="$err" 'BEGIN { d = o - 2000000; exit !(o ~ /^-?[0-9]+$/ && e ~ /^[0-9]+$/ && e + 0 > 0 && d >= 90000 - e && d <= 130000 + e) }'; echo $?)" \
+    "n2's clock offset is 2 ms plus its drift, within its error bound"
+drift=$(echo "$nodes" | jq '.nodes[] | select(.node == "n2") | .clock_drift_ppb')
+diag "n2 clock drift ${drift} ppb (true: the virtual clock's 20000 ppb at the end)"
+ok "$(awk -v d="$drift" 'BEGIN { exit !(d ~ /^-?[0-9.e+]+$/ && d - 20000 < 2000 && 20000 - d < 2000) }'; echo $?)" \
+    "n2's clock drift is 20 ppm within 2"
+[ ! -e "$T/n2.page" ]
+ok $? "the page is gone with its agent"
 
 # fabricd goes down after registration: windows spool on disk, and go out
 # in order once it is back
@@ -166,3 +206,33 @@ is "$(ls "$T/n1/spool" | grep -c '\.json$')" 0 "the spool drains once fabricd is
 after=$(status_field .store.windows)
 ok "$([ "$after" -ge $((windows + n)) ]; echo $?)" "the spooled windows were stored ($windows -> $after)"
 stop "$a1"; is "$rc" 0 "agent exits 0"
+
+# The summary race: the agents stop while the summary is fetched. With --wait
+# it waits for the last window of each (final: true), and only then reads.
+agent n1 "$p1"; a1=$apid
+agent n2 "$p2" --mode protect; a2=$apid
+sleep 2.5
+is "$(get /v1/jobs/77 | jq -c '[.agents[].final]')" "[false,false]" \
+    "running agents are not final"
+"$AGENT" --summary --daemon "$URL" --job 77 --munge-socket "$SOCK" --wait 0.6s \
+    >"$T/early" 2>&1
+grep -q '^fabric-monitor: 2 of 2 agents had not sent their last window after 0.6s' \
+    "$T/early"
+ok $? "a summary whose wait ran out says what it lacks"
+kill -TERM "$a1" "$a2"
+t0=$(date +%s%N)
+"$AGENT" --summary --daemon "$URL" --job 77 --munge-socket "$SOCK" --wait 10s \
+    >"$T/final" 2>&1
+el=$(( ($(date +%s%N) - t0) / 1000000 ))
+stop "$a1"; stop "$a2"
+diag "$(head -n 1 "$T/final"), after ${el} ms"
+job=$(get /v1/jobs/77)
+is "$(echo "$job" | jq -c '[.agents[].final]')" "[true,true]" \
+    "both agents sent their last batch as final"
+is "$(sed -n 's/^fabric-monitor: network summary of job 77 (observe mode): \([0-9]*\) report windows.*/\1/p' "$T/final")" \
+    "$(echo "$job" | jq '[.agents[].windows] | add')" \
+    "the summary counts every stored window, the last ones included"
+ok "$([ "$el" -lt 9000 ]; echo $?)" "it waited for the agents, not for the timeout (${el} ms)"
+! grep -q 'had not sent' "$T/final"
+ok $? "and has no note of missing windows"
+is "$(echo "$job" | jq -r .mode)" observe "the job keeps the mode of its first registration"

@@ -83,14 +83,36 @@ static void test_valid (void **state)
     assert_false (rep.windows[0].links[1].rtt.present);
     assert_int_equal (rep.windows[0].links[0].lost, 3);
     assert_non_null (strstr (rep.windows[0].health_json, "\"mlx5_0\""));
+    assert_false (rep.final);
+    assert_false (rep.windows[0].has_drift);
+    fm_report_release (&rep);
+    assert_int_equal (
+        parse (mutate ("\"error_ns\":4", "\"error_ns\":4,\"drift_ppb\":-25.5e3"),
+               NOW,
+               &rep,
+               &inv),
+        0);
+    assert_true (rep.windows[0].has_drift);
+    assert_true (rep.windows[0].clock_drift_ppb == -25500);
     fm_report_release (&rep);
     fm_report_release (NULL);
+    for (int v = 0; v < 2; v++) {
+        char *t;
+        assert_true (asprintf (&t, "{\"final\":%s,%s", v ? "true" : "false", valid + 1)
+                     > 0);
+        assert_int_equal (parse (t, NOW, &rep, &inv), 0);
+        assert_int_equal (rep.final, v == 1);
+        fm_report_release (&rep);
+        free (t);
+    }
 }
 
 static const struct {
     const char *from, *to, *field;
 } bad[] = {
     {"\"job_id\":7", "\"job_id\":7,\"x\":1", "x"},
+    {"\"job_id\":7", "\"job_id\":7,\"final\":1", "final"},
+    {"\"job_id\":7", "\"job_id\":7,\"final\":null", "final"},
     {"\"job_id\":7", "\"job_id\":-7", "job_id"},
     {"\"job_id\":7", "\"job_id\":7.0", "job_id"},
     {"\"job_id\":7", "\"job_id\":4294967295", "job_id"},
@@ -109,6 +131,12 @@ static const struct {
     {"\"offset_ns\":-12", "\"offset_ns\":-1000000000001", "windows[0].clock.offset_ns"},
     {"\"error_ns\":4", "\"error_ns\":4,\"z\":0", "windows[0].clock.z"},
     {"\"error_ns\":4", "\"bound\":4", "windows[0].clock.bound"},
+    {"\"error_ns\":4",
+     "\"error_ns\":4,\"drift_ppb\":1000000.5",
+     "windows[0].clock.drift_ppb"},
+    {"\"error_ns\":4",
+     "\"error_ns\":4,\"drift_ppb\":\"1\"",
+     "windows[0].clock.drift_ppb"},
     {"\"dir\":\"out\"", "\"dir\":\"OUT\"", "windows[0].links[0].dir"},
     {"\"p90\":20", "\"p90\":5", "windows[0].links[0].rtt_ns.p90"},
     {"\"p50\":10", "\"p50\":-10", "windows[0].links[0].rtt_ns.p50"},
@@ -294,6 +322,19 @@ static void test_registration (void **state)
     assert_string_equal (reg.probe_addr, "::1");
     assert_non_null (strstr (reg.nics_json, "mlx5_0"));
     fm_registration_release (&reg);
+    assert_int_equal (reg.mode, FM_JOB_OBSERVE);
+    json_object_set_new (o, "mode", json_string ("protect"));
+    assert_int_equal (fm_registration_parse (o, &reg, &inv), 0);
+    assert_int_equal (reg.mode, FM_JOB_PROTECT);
+    assert_string_equal (fm_job_mode_name (reg.mode), "protect");
+    fm_registration_release (&reg);
+    json_object_set_new (o, "mode", json_string ("off"));
+    assert_int_equal (fm_registration_parse (o, &reg, &inv), -1);
+    assert_string_equal (inv.field, "mode");
+    json_object_set_new (o, "mode", json_true ());
+    assert_int_equal (fm_registration_parse (o, &reg, &inv), -1);
+    assert_string_equal (inv.field, "mode");
+    json_object_del (o, "mode");
 
     json_object_set_new (o, "probe_addr", json_string ("10.0.0.256"));
     assert_int_equal (fm_registration_parse (o, &reg, &inv), -1);

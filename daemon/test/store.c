@@ -141,7 +141,7 @@ static void test_register (void **state)
 
     assert_non_null (st);
     assert_string_equal (fm_store_backend (st), "sqlite");
-    assert_int_equal (fm_store_schema_version (st), 2);
+    assert_int_equal (fm_store_schema_version (st), 3);
     reg (st, 1, 77, "n1", true);
     reg (st, 1, 77, "n2", true);
     reg (st, 1, 77, "n1", false);
@@ -153,6 +153,17 @@ static void test_register (void **state)
     assert_int_equal (fm_store_job_get (st, 1, &j, &err), 0);
     assert_int_equal (j.user_id, 77);
     assert_int_equal (j.probe_key[0], 1); /* the first registration's key */
+    assert_int_equal (j.mode, FM_JOB_OBSERVE);
+    /* the first registration fixes the mode */
+    j = (fm_job_t){
+        .job_id = 4, .user_id = 77, .created_ns = T0, .mode = FM_JOB_PROTECT};
+    assert_int_equal (fm_store_register (st, &j, &a, "[]", &id, &created, &err), 0);
+    j.mode = FM_JOB_OBSERVE;
+    snprintf (a.node, sizeof (a.node), "y");
+    assert_int_equal (fm_store_register (st, &j, &a, "[]", &id, &created, &err), 0);
+    assert_int_equal (j.mode, FM_JOB_PROTECT);
+    assert_int_equal (fm_store_job_get (st, 4, &j, &err), 0);
+    assert_int_equal (j.mode, FM_JOB_PROTECT);
     assert_int_equal (fm_store_agents (st, 1, &agents, &n, &err), 0);
     assert_int_equal (n, 3);
     assert_string_equal (agents[0].node, "n1");
@@ -218,6 +229,31 @@ static void test_reports (void **state)
     assert_int_equal (n, 2);
     assert_int_equal (agents[0].last_seq, 3);
     assert_int_equal (agents[0].windows, 4);
+    assert_false (agents[0].final);
+    assert_false (agents[1].final);
+    free (agents);
+
+    /* A final batch marks its agent alone, even when it is all duplicates (a
+     * resend); a failed one marks nothing; a new registration clears it.
+     */
+    mkrep (&r, 5, "b", "a", 0, 2, T0, 0);
+    r.rep.final = true;
+    r.l[1][1].dir = FM_DIR_OUT;
+    assert_int_equal (fm_store_put_report (st, &r.rep, &res, &err), -1);
+    assert_int_equal (fm_store_agents (st, 5, &agents, &n, &err), 0);
+    assert_false (agents[1].final);
+    free (agents);
+    mkrep (&r, 5, "b", "a", 0, 1, T0, 0);
+    r.rep.final = true;
+    assert_int_equal (fm_store_put_report (st, &r.rep, &res, &err), 0);
+    assert_int_equal (res.duplicates, 1);
+    assert_int_equal (fm_store_agents (st, 5, &agents, &n, &err), 0);
+    assert_false (agents[0].final);
+    assert_true (agents[1].final);
+    free (agents);
+    reg (st, 5, 1, "b", false);
+    assert_int_equal (fm_store_agents (st, 5, &agents, &n, &err), 0);
+    assert_false (agents[1].final);
     free (agents);
 
     assert_int_equal (fm_store_links (st, 0, 0, 0, &links, &n, &err), 0);
@@ -304,6 +340,9 @@ static void test_migrations (void **state)
     fm_store_t *st;
     fm_store_put_result_t res;
     fm_store_counts_t c;
+    fm_job_t j;
+    fm_agent_t *agents;
+    size_t n;
     sqlite3 *db;
     rep_t r;
 
@@ -311,22 +350,45 @@ static void test_migrations (void **state)
     assert_non_null (
         st = fm_store_sqlite_open_version (f->path, FM_STORE_SYNC_NORMAL, 1, &err));
     assert_int_equal (fm_store_schema_version (st), 1);
-    reg (st, 3, 0, "m1", true);
-    mkrep (&r, 3, "m1", "m2", 0, 2, T0, 0);
-    assert_int_equal (fm_store_put_report (st, &r.rep, &res, &err), 0);
     fm_store_close (st);
     assert_int_equal (user_version (f->path), 1);
+    assert_int_equal (sqlite3_open (f->path, &db), SQLITE_OK);
+    assert_int_equal (
+        sqlite3_exec (db,
+                      "INSERT INTO nodes (id, name) VALUES (1, 'm1'), (2, 'm2');"
+                      "INSERT INTO jobs VALUES (3, 0, 2, 5000000000,"
+                      " 1800000000000000000, zeroblob (32));"
+                      "INSERT INTO agents (job_id, node_id, probe_addr, probe_port,"
+                      " nics, registered_ns) VALUES (3, 1, '127.0.0.1', 9000, '[]',"
+                      " 1800000000000000000);"
+                      "INSERT INTO windows (job_id, node_id, seq, start_ns, end_ns,"
+                      " nlinks, health) VALUES"
+                      " (3, 1, 0, 1799999995000000000, 1800000000000000000, 2, '[]'),"
+                      " (3, 1, 1, 1800000000000000000, 1800000005000000000, 2, '[]');",
+                      NULL,
+                      NULL,
+                      NULL),
+        SQLITE_OK);
+    sqlite3_close (db);
 
     assert_non_null (st =
                          fm_store_open ("sqlite", f->path, FM_STORE_SYNC_NORMAL, &err));
-    assert_int_equal (fm_store_schema_version (st), 2);
+    assert_int_equal (fm_store_schema_version (st), 3);
     assert_int_equal (fm_store_counts (st, &c, &err), 0);
     assert_int_equal (c.windows, 2);
+    /* what schema 1 did not know reads as the defaults */
+    assert_int_equal (fm_store_job_get (st, 3, &j, &err), 0);
+    assert_int_equal (j.mode, FM_JOB_OBSERVE);
+    assert_int_equal (fm_store_agents (st, 3, &agents, &n, &err), 0);
+    assert_int_equal (n, 1);
+    assert_false (agents[0].final);
+    free (agents);
     /* The resend after an upgrade is still a duplicate. */
+    mkrep (&r, 3, "m1", "m2", 0, 2, T0, 0);
     assert_int_equal (fm_store_put_report (st, &r.rep, &res, &err), 0);
     assert_int_equal (res.duplicates, 2);
     fm_store_close (st);
-    assert_int_equal (user_version (f->path), 2);
+    assert_int_equal (user_version (f->path), 3);
 
     /* A newer schema is not touched. */
     assert_int_equal (sqlite3_open (f->path, &db), SQLITE_OK);

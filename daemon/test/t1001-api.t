@@ -7,7 +7,7 @@ fm_setup
 fm_munged_start || exit 1
 FD_CONF_EXTRA='max_body = 64k'
 fm_fabricd_start || exit 1
-plan 74
+plan 88
 
 J=77
 NOBODY=$(id -u nobody)
@@ -43,6 +43,23 @@ out=$(fm_post /v1/agents "$T/reg4")
 is "$(echo "$out" | fm_body | jq -r '.error.code + " " + .error.field')" \
     "invalid_field probe_port" "an out-of-range probe_port is refused by name"
 
+is "$(fm_get /v1/jobs/$J | fm_body | jq -r .mode)" observe "the mode defaults to observe"
+fm_register_body 78 n1 "$NOBODY" 9001 | sed 's/^{/{"mode":"protect",/' >"$T/regp"
+out=$(fm_post /v1/agents "$T/regp")
+is "$(echo "$out" | fm_code) $(echo "$out" | fm_body | jq -r .mode)" "201 protect" \
+    "a protect registration says so"
+fm_register_body 78 n2 "$NOBODY" 9002 | sed 's/^{/{"mode":"observe",/' >"$T/rego"
+fm_post /v1/agents "$T/rego" >/dev/null
+is "$(fm_get /v1/jobs/78 | fm_body | jq -r .mode)" protect \
+    "the job's first registration fixes its mode"
+for m in '"watch"' 1 null; do
+    fm_register_body 79 n1 "$NOBODY" 9001 | sed "s/^{/{\"mode\":$m,/" >"$T/regx"
+    out=$(fm_post /v1/agents "$T/regx")
+    is "$(echo "$out" | fm_code) $(echo "$out" | fm_body | jq -r .error.field)" \
+        "400 mode" "mode $m is refused by name"
+done
+is "$(fm_get /v1/jobs/79 | fm_code)" 404 "and nothing of it is stored"
+
 out=$(fm_get /v1/jobs/$J/peers)
 is "$(echo "$out" | fm_code)" 200 "GET /v1/jobs/ID/peers"
 is "$(echo "$out" | fm_body | jq -c '[(.peers|length), .expected, .probe_key]')" \
@@ -57,7 +74,8 @@ is "$(echo "$out" | fm_body | jq -c .)" '{"accepted":1,"duplicates":0,"records":
 out=$(fm_post /v1/reports "$T/r0")
 is "$(echo "$out" | fm_body | jq -c .)" '{"accepted":0,"duplicates":1,"records":0}' \
     "an identical resend is acknowledged as a duplicate"
-fm_report $J n1 "$(fm_window 1 n2 0)" "$(fm_window 2 n2 0)" >"$T/r12"
+fm_report $J n1 "$(fm_window 1 n2 0)" \
+    "$(fm_window 2 n2 0 | sed 's/"error_ns":5/"error_ns":5,"drift_ppb":-12.5/')" >"$T/r12"
 is "$(fm_post /v1/reports "$T/r12" | fm_body | jq -c .accepted)" 2 "a batch of two windows"
 fm_report $J n2 "$(fm_window 0 n1 0)" >"$T/rn2"
 is "$(fm_post /v1/reports "$T/rn2" | fm_code)" 200 "the second node reports"
@@ -89,6 +107,8 @@ cases=(
     's/"job_id":77/"job_id":0/|job_id'
     's/"received":100,/"received":"100",/|windows[0].links[0].received'
     's/"error_ns":5/"error_ns":-5/|windows[0].clock.error_ns'
+    's/"error_ns":5/"error_ns":5,"drift_ppb":2e6/|windows[0].clock.drift_ppb'
+    's/"error_ns":5/"error_ns":5,"drift_ppb":null/|windows[0].clock.drift_ppb'
     's/"link_up":true/"link_up":1/|windows[0].health[0].link_up'
     's/^\(.*"windows":\)\[.*\]}$/\1[]}/|windows'
 )
@@ -114,6 +134,23 @@ is "$(echo "$out" | fm_code) $(echo "$out" | fm_body | jq -r .error.field)" \
     "400 windows[1].links[0].sent" "a batch with one bad window is refused"
 is "$(windows_of)" 4 "nothing of a refused batch is stored"
 
+# The agent's last batch says so; the job view shows who is done.
+finals () {
+    fm_get /v1/jobs/$J | fm_body | jq -c '[.agents[] | [.node, .final]]'
+}
+is "$(finals)" '[["n1",false],["n2",false]]' "no agent is final before its last batch"
+sed 's/^{/{"final":true,/' "$T/rn2" >"$T/rn2f"
+out=$(fm_post /v1/reports "$T/rn2f")
+is "$(echo "$out" | fm_code) $(echo "$out" | fm_body | jq -c .duplicates)" "200 1" \
+    "a final batch (here a resend) is accepted"
+is "$(finals)" '[["n1",false],["n2",true]]' "and marks its agent final"
+sed 's/^{/{"final":"yes",/' "$T/rn2" >"$T/bad"
+out=$(fm_post /v1/reports "$T/bad")
+is "$(echo "$out" | fm_code) $(echo "$out" | fm_body | jq -r .error.field)" "400 final" \
+    "a final that is not a boolean is refused by name"
+fm_post /v1/agents "$T/reg2" >/dev/null
+is "$(finals)" '[["n1",false],["n2",false]]' "a new registration (a restart) is not final"
+
 # Caps and transport errors
 { printf '{"job_id":77,"node":"n1","windows":['; head -c 70000 /dev/zero | tr '\0' ' '; printf ']}'; } >"$T/big"
 out=$(fm_post /v1/reports "$T/big")
@@ -138,8 +175,8 @@ is "$(fm_get '/v1/links?since=bogus' | fm_body | jq -r .error.field)" since \
 # Reads
 out=$(fm_get /v1/nodes)
 is "$(echo "$out" | fm_code)" 200 "GET /v1/nodes"
-is "$(echo "$out" | fm_body | jq -c '[.nodes[] | [.node, .windows, .links, .clock_offset_ns, (.health|length)]]')" \
-    '[["n1",3,2,10,1],["n2",1,2,10,1]]' "nodes: windows, links, clock, health"
+is "$(echo "$out" | fm_body | jq -c '[.nodes[] | [.node, .windows, .links, .clock_offset_ns, .clock_drift_ppb, (.health|length)]]')" \
+    '[["n1",3,2,10,-12.5,1],["n2",1,2,10,null,1]]' "nodes: windows, links, clock and drift, health"
 out=$(fm_get '/v1/links?worst=1')
 is "$(echo "$out" | fm_body | jq -c '[.links[] | [.src, .dst, .reporter, .sent, .lost]]')" \
     '[["n1","n2","n1",300,10]]' "links?worst=1 is the lossy direction"
@@ -149,8 +186,8 @@ out=$(fm_get /v1/jobs/$J)
 is "$(echo "$out" | fm_body | jq -c '[.job_id, .user_id, (.agents|map(.last_seq))]')" \
     "[$J,$NOBODY,[2,0]]" "GET /v1/jobs/ID: owner and last_seq per agent"
 out=$(fm_get /v1/jobs/$J/summary)
-is "$(echo "$out" | fm_body | jq -c '[.windows, .records, (.links|length)]')" "[4,8,4]" \
-    "GET /v1/jobs/ID/summary"
+is "$(echo "$out" | fm_body | jq -c '[.mode, .windows, .records, (.links|length)]')" \
+    '["observe",4,8,4]' "GET /v1/jobs/ID/summary"
 m=$(curl -s "$FD_URL/metrics")
 echo "$m" | grep -q '^fabricd_link_loss_ratio{src="n1",dst="n2",reporter="n1"} 0.033333$'
 ok $? "/metrics: per-link loss gauge"

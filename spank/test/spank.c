@@ -248,8 +248,8 @@ static void test_prolog_epilog (void **state)
     snprintf (want,
               sizeof (want),
               "--daemon http://10.77.0.1:8470 --job 42 --node fmn1 --nodes fmn[1-2] "
-              "--uid %u --statedir %s/fmn1/job.42 --munge-socket /run/munge/test.sock "
-              "--rate 20\n",
+              "--uid %u --statedir %s/fmn1/job.42 --mode protect "
+              "--munge-socket /run/munge/test.sock --rate 20\n",
               (unsigned)getuid (),
               statedir);
     assert_string_equal (buf, want);
@@ -305,7 +305,7 @@ static void test_prolog_epilog (void **state)
         snprintf (want,
                   sizeof (want),
                   "--summary --daemon http://10.77.0.1:8470 --job 42 --output %s "
-                  "--munge-socket /run/munge/test.sock\n",
+                  "--wait 10s --munge-socket /run/munge/test.sock\n",
                   out);
         assert_string_equal (buf, want);
     }

@@ -7,7 +7,7 @@
 # alone.
 . "$FM_SRCDIR/spank/test/sys.sh"
 mc_require
-plan 13
+plan 14
 
 mc_up --nodes 2
 ok $? "minicluster up"
@@ -45,6 +45,8 @@ id=$(mc_sbatch -N2 -o job-%j.out --fabric-monitor=protect,rate=20 \
     --wrap 'echo mode=$FABRIC_MONITOR_MODE')
 mc_wait_job "$id" COMPLETED 60
 is "$(grep '^mode=' "$MC_HOME/job-$id.out")" "mode=protect" "protect,rate=20 is accepted"
+fm_get "/v1/jobs/$id" | grep -q '"mode": *"protect"'
+ok $? "and fabricd holds the job as protect"
 
 id=$(mc_sbatch -N2 -o job-%j.out --wrap 'echo monitor=${FABRIC_MONITOR:-unset}')
 mc_wait_job "$id" COMPLETED 60

@@ -8,7 +8,7 @@
 . "$FM_SRCDIR/spank/test/sys.sh"
 mc_require
 command -v jq >/dev/null || plan_skip_all "jq is not installed"
-plan 10
+plan 13
 
 mc_up --nodes 4
 ok $? "minicluster up with 4 nodes"
@@ -19,8 +19,9 @@ id=$(mc_sbatch -N4 -o job-%j.out --fabric-monitor --wrap 'srun -N4 sleep 30; ech
 mc_wait_job "$id" RUNNING 30
 ok $? "job $id runs"
 sleep 8
-agents=$(fm_get "/v1/jobs/$id" | jq '.agents | length')
-is "$agents" 4 "all 4 agents registered while the job runs"
+job=$(fm_get "/v1/jobs/$id")
+is "$(echo "$job" | jq '.agents | length')" 4 "all 4 agents registered while the job runs"
+is "$(echo "$job" | jq -r '.mode')" observe "fabricd has the job's mode"
 mc_wait_job "$id" COMPLETED 90
 ok $? "the job completes"
 diag "job took $(mc_elapsed "$t0" "$(mc_now)") s from submission"
@@ -43,6 +44,15 @@ ok $? "the job's own output is intact"
 fm_summary_ok "$out"
 ok $? "the job's output ends with the fabric summary"
 diag "$(tail -n 4 "$out")"
+# The epilog read the summary only after every agent's last window was in:
+# the count it printed is what fabricd holds now, and it has all 24 entries.
+job=$(fm_get "/v1/jobs/$id")
+is "$(echo "$job" | jq -c '[.agents[].final] | unique')" "[true]" \
+    "every agent sent its last window as final"
+hdr=$(grep '^fabric-monitor: network summary of job ' "$out")
+is "$(echo "$hdr" | sed -n 's/.*: \([0-9]*\) report windows, [0-9]* link records, \([0-9]*\) links$/\1 \2/p')" \
+    "$(echo "$job" | jq '[.agents[].windows] | add') 24" \
+    "the summary in the output covers every window, the last ones included, and all 24 link entries"
 fm_no_agents "$id" && ! grep -L 'sending the last window' "$FM_RUNDIR"/agent/fmn*/job."$id".log | grep -q .
 ok $? "every agent sent its last window on SIGTERM and its state is gone"
 done_testing

@@ -1,0 +1,150 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-3.0-or-later
+# Copyright (C) 2026 The fabric-monitor authors
+#
+# Acceptance: measured figures match injected faults, in one cluster boot.
+# 1. 2 ms of delay on the traffic arriving at fmn3: the one-way delay INTO
+#    fmn3 is 2 ms +- 20% and out of it normal, in the job's summary and in
+#    `fabricctl links` alike.  Those four points are TODO: a delay on every
+#    packet INTO one node is a node-level asymmetry, which no probe-only
+#    clock estimate can tell from a clock offset (doc/clock.md, "What a pair
+#    cannot see"): fmn3's offset estimate absorbs half of it and both
+#    directions show about 1 ms.  What the estimate cannot hide is asserted
+#    for real: the two one-way delays of each fmn3 link add up to 2 ms, and
+#    the links not touching fmn3 show none.
+# 2. 5% loss on fmn2's cable (both directions): every directed link touching
+#    fmn2 shows 5% +- 2 points from both its reporters, over >= 1000 probes
+#    each, and the links not touching fmn2 show none.
+. "$FM_SRCDIR/spank/test/sys.sh"
+mc_require
+command -v jq >/dev/null || plan_skip_all "jq is not installed"
+plan 17
+
+# A known limitation, in TAP's TODO form: reported, not counted as a failure
+todo () {
+    local status=$1 why=$2
+    shift 2
+    tap_n=$((tap_n + 1))
+    if [ "$status" -eq 0 ]; then
+        echo "ok $tap_n - $* # TODO $why"
+    else
+        echo "not ok $tap_n - $* # TODO $why"
+    fi
+}
+
+todo_is () {
+    local got=$1 want=$2 why=$3
+    shift 3
+    todo "$([ "$got" = "$want" ]; echo $?)" "$why" "$* (got $got, want $want)"
+}
+
+# "SRC DST REPORTER US" lines -> "A B REPORTER SUM_US" per pair {A, fmn3}
+# measured by one reporter: into fmn3 plus out of it
+pair_sums () {
+    awk '$2 == "fmn3" && $4 != "" { into[$1 " " $3] = $4 }
+         $1 == "fmn3" && $4 != "" { out[$2 " " $3] = $4 }
+         END { for (k in into) if (k in out) print k, into[k] + out[k] }'
+}
+
+# "2.01ms", "12.3us", "-" (a summary or fabricctl cell) -> microseconds, or ""
+to_us () {
+    case $1 in
+        *ms) awk -v v="${1%ms}" 'BEGIN { printf "%.1f", v * 1000 }' ;;
+        *us) echo "${1%us}" ;;
+        *ns) awk -v v="${1%ns}" 'BEGIN { printf "%.3f", v / 1000 }' ;;
+        *s) awk -v v="${1%s}" 'BEGIN { printf "%.1f", v * 1e6 }' ;;
+        *) echo "" ;;
+    esac
+}
+
+# Lines "SRC DST REPORTER OWD_P50_US" from a job output's summary
+summary_owd () {
+    sed -n 's/^fabric-monitor: \(fmn[0-9]*\) -> \(fmn[0-9]*\) /\1 \2 /p' "$1" \
+        | while read -r src dst rep _ _ _ _ _ o50 _; do
+            echo "$src $dst $rep $(to_us "$o50")"
+        done
+}
+
+# The same from `fabricctl links` (every job's windows of the last 5 minutes)
+ctl_owd () {
+    mc_exec ctl "$FM_BUILDDIR/cli/fabricctl" -u "$FM_DAEMON_URL" -m "$FM_MUNGE_SOCKET" links \
+        | awk 'NR > 1 { print $1, $2, $3, $10 }' \
+        | while read -r src dst rep o50; do
+            echo "$src $dst $rep $(to_us "$o50")"
+        done
+}
+
+# Count the "SRC DST REPORTER US" lines of stdin that match the awk condition
+count_where () {
+    awk "$1 { n++ } END { print n + 0 }"
+}
+
+mc_up --nodes 4
+ok $? "minicluster up with 4 nodes"
+
+mc fault add fmn3 delay 2000 --dir in
+ok $? "2 ms delay on traffic arriving at fmn3"
+id=$(mc_sbatch -N4 -o job-%j.out --fabric-monitor=observe,rate=20 --wrap 'srun -N4 sleep 15')
+mc_wait_job "$id" COMPLETED 60
+ok $? "the delayed job $id completes"
+mc fault clear
+
+out=$MC_HOME/job-$id.out
+fm_summary_ok "$out"
+ok $? "its output ends with the fabric summary"
+owd=$(summary_owd "$out")
+echo "$owd" | while IFS= read -r l; do diag "summary owd_p50 (us): $l"; done
+is "$(echo "$owd" | count_where '$2 == "fmn3"')" 6 "6 records into fmn3 in the summary"
+why="node-level asymmetry is indistinguishable from a clock offset (doc/clock.md)"
+todo_is "$(echo "$owd" | count_where '$2 == "fmn3" && $4 != "" && $4 >= 1600 && $4 <= 2400')" 6 \
+    "$why" "the summary shows the one-way delay into fmn3 at 2 ms +- 20% from both ends"
+todo_is "$(echo "$owd" | count_where '$1 == "fmn3" && $4 != "" && $4 >= -300 && $4 <= 300')" 6 \
+    "$why" "and out of fmn3 within 0.3 ms of zero"
+is "$(echo "$owd" | pair_sums | count_where '$3 >= 1600 && $3 <= 2400')" 6 \
+    "each fmn3 link's two one-way delays add up to 2 ms +- 20%, for both reporters"
+is "$(echo "$owd" | count_where '$1 != "fmn3" && $2 != "fmn3" && $4 != "" && $4 >= -300 && $4 <= 300')" 12 \
+    "the 12 records of the links not touching fmn3 show no delay"
+ctl=$(ctl_owd)
+echo "$ctl" | while IFS= read -r l; do diag "fabricctl links owd_p50 (us): $l"; done
+todo_is "$(echo "$ctl" | count_where '$2 == "fmn3" && $4 != "" && $4 >= 1600 && $4 <= 2400')" 6 \
+    "$why" "fabricctl links shows 2 ms into fmn3"
+todo_is "$(echo "$ctl" | count_where '$1 == "fmn3" && $4 != "" && $4 >= -300 && $4 <= 300')" 6 \
+    "$why" "and out of fmn3 within 0.3 ms of zero"
+is "$(echo "$ctl" | pair_sums | count_where '$3 >= 1600 && $3 <= 2400')" 6 \
+    "fabricctl links: each fmn3 link's two one-way delays add up to 2 ms +- 20%"
+is "$(echo "$ctl" | count_where '$1 != "fmn3" && $2 != "fmn3" && $4 != "" && $4 >= -300 && $4 <= 300')" 12 \
+    "fabricctl links: the other 12 records show no delay"
+command -v sqlite3 >/dev/null \
+    && diag "clock offset estimates in job $id's windows, node: min..max ns: $(sqlite3 -readonly \
+        "$FM_RUNDIR/fabricd/fabricd.db" "SELECT n.name || ': ' || coalesce (min(w.clock_offset_ns), 'null') || '..'
+            || coalesce (max(w.clock_offset_ns), 'null') FROM windows w JOIN nodes n ON n.id = w.node_id
+            WHERE w.job_id = $id GROUP BY n.name ORDER BY n.name;" | tr '\n' ' ')"
+
+# 100 probes/s for about 15 s: >= 1000 per link, so 2 points are > 3
+# standard errors.  The loss starts once every agent has registered: with it
+# in place from the start, the plugin's prolog sometimes starts no agent on
+# fmn2 (a separate problem, not what this test measures).
+id=$(mc_sbatch -N4 -o job-%j.out --fabric-monitor=observe,rate=100 --wrap 'srun -N4 sleep 17')
+t0=$(date +%s)
+until [ "$(fm_get "/v1/jobs/$id" | jq '.agents | length' 2>/dev/null)" = 4 ] \
+    || [ $(($(date +%s) - t0)) -ge 20 ]; do
+    sleep 0.2
+done
+mc fault add fmn2 loss 5
+ok $? "5% loss both ways on fmn2's cable once the job's 4 agents registered"
+mc_wait_job "$id" COMPLETED 60
+ok $? "the lossy job $id completes"
+mc fault clear
+summary=$(fm_get "/v1/jobs/$id/summary")
+echo "$summary" | jq -r '.links[] | "\(.src)->\(.dst) by \(.reporter): sent \(.sent)"
+    + " lost \(.lost) (\(.loss_ratio * 1000 | round / 10)%)"' \
+    | while IFS= read -r l; do diag "$l"; done
+links_where () {
+    echo "$summary" | jq "[.links[] | select($1)] | length"
+}
+is "$(links_where '(.src == "fmn2" or .dst == "fmn2") and .sent >= 1000
+                   and .loss_ratio >= 0.03 and .loss_ratio <= 0.07')" 12 \
+    "the 12 records of the 6 links touching fmn2 show 5% +- 2 points over >= 1000 probes"
+is "$(links_where '.src != "fmn2" and .dst != "fmn2" and .sent >= 1000 and .loss_ratio <= 0.01')" 12 \
+    "the 12 records of the other 6 links show at most 1%"
+done_testing
