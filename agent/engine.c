@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <netinet/in.h>
@@ -31,6 +32,10 @@
 #define TXQ_SIZE 1024
 /* A kernel transmit stamp taken this long after the send is not ours. */
 #define TX_STAMP_SLACK_NS (100LL * 1000 * 1000)
+/* How often each target's clock estimate is refreshed for the one-way
+ * delays: holdover needs the estimator to look at its newest samples often.
+ */
+#define MODEL_REFRESH_NS (250LL * 1000 * 1000)
 
 typedef struct {
     uint64_t seq;
@@ -68,6 +73,21 @@ typedef struct {
      */
     fm_clock_est_t *fallback;
     req_t *ring;
+    /* The latest valid clock estimate, theta(t) = theta + drift (t - at), for
+     * the window's one-way delays: with holdover, a sudden change of one
+     * direction's delay shows there instead of half in each (doc/clock.md).
+     */
+    struct {
+        bool valid; /* fresh: a window may start on it */
+        bool have;  /* values from an earlier estimate are there */
+        int64_t at, theta;
+        double drift;      /* ns per ns */
+        int64_t refreshed; /* monotonic */
+    } model;
+    /* how this window's one-way delays are taken, fixed by its first
+     * exchange: against the model, or (none yet) its min-RTT exchange
+     */
+    enum { WIN_UNSET, WIN_RAW, WIN_MODEL } win_mode;
 } target_t;
 
 #define T3Q_SIZE 8
@@ -504,6 +524,51 @@ static int send_probe (fm_engine_t *e,
     return 0;
 }
 
+/* Target t's clock estimate at engine time now_ns, huygens falling back to
+ * naive; a valid one also becomes t's model for the one-way delays.
+ */
+static int estimate_target (
+    fm_engine_t *e, target_t *t, int64_t now_ns, fm_clock_estimate_t *out, bool count)
+{
+    fm_clock_estimate_t alt;
+    int rc = fm_clock_est_estimate (t->clock, now_ns, out);
+
+    /* out keeps huygens' reason when the fallback has nothing either */
+    if (rc < 0 && t->fallback
+        && fm_clock_est_estimate (t->fallback, now_ns, &alt) == 0) {
+        if (count) {
+            e->cnt.clock_fallbacks++;
+        }
+        *out = alt;
+        rc = 0;
+    }
+    t->model.valid = rc == 0;
+    if (rc == 0) {
+        t->model.have = true;
+        t->model.at = now_ns;
+        t->model.theta = out->offset_ns;
+        t->model.drift = out->drift_ppb * 1e-9;
+    }
+    if (rc < 0) {
+        errno = EAGAIN;
+    }
+    return rc;
+}
+
+/* theta at engine time t from t's model; false when out of range */
+static bool model_theta (const target_t *t, int64_t at, int64_t *theta)
+{
+    int64_t dt;
+    double corr;
+
+    if (!t->model.have || __builtin_sub_overflow (at, t->model.at, &dt)) {
+        return false;
+    }
+    corr = t->model.drift * (double)dt;
+    return fabs (corr) < 4e18
+           && !__builtin_add_overflow (t->model.theta, (int64_t)llround (corr), theta);
+}
+
 static void expire (fm_engine_t *e, target_t *t, int64_t now)
 {
     while (t->oldest < t->next_seq) {
@@ -574,6 +639,11 @@ void fm_engine_run (fm_engine_t *e, int64_t now)
             }
             expire (e, t, now);
         }
+        if (now - t->model.refreshed >= MODEL_REFRESH_NS) {
+            fm_clock_estimate_t est;
+            t->model.refreshed = now;
+            estimate_target (e, t, real_now (e), &est, false);
+        }
     }
 }
 
@@ -584,13 +654,16 @@ static void clock_add (fm_engine_t *e, target_t *t, const fm_clock_sample_t *smp
     }
 }
 
-/* A complete exchange: the naive estimator's sample, or the fallback's. */
+/* A complete exchange: the naive estimator's sample, or the fallback's;
+ * huygens follows the one-way delays with it in holdover.
+ */
 static void clock_exchange (fm_engine_t *e, target_t *t, const fm_clock_exchange_t *x)
 {
     fm_clock_sample_t smp = {.type = FM_CLOCK_SAMPLE_EXCHANGE, .exchange = *x};
 
     if (t->fallback) {
         fm_clock_est_add (t->fallback, &smp);
+        fm_clock_est_add (t->clock, &smp);
     } else {
         clock_add (e, t, &smp);
     }
@@ -824,6 +897,28 @@ static target_t *find_target (fm_engine_t *e, uint16_t index)
     return NULL;
 }
 
+/* One exchange into t's window. In a model window the peer's stamps are
+ * taken back to our clock first (both by theta at t1, so that the RTT stays
+ * exact): the one-way delays are then the model's, and the window's own
+ * min-RTT offset is only the residual, undone at close.
+ */
+static int window_add (target_t *t, int64_t t1, int64_t t2, int64_t t3, int64_t t4)
+{
+    int64_t theta;
+
+    if (t->win_mode == WIN_UNSET) {
+        t->win_mode = t->model.valid ? WIN_MODEL : WIN_RAW;
+    }
+    if (t->win_mode == WIN_MODEL) {
+        if (!model_theta (t, t1, &theta) || __builtin_sub_overflow (t2, theta, &t2)
+            || __builtin_sub_overflow (t3, theta, &t3)) {
+            errno = EINVAL;
+            return -1;
+        }
+    }
+    return fm_linkwin_add (t->win, t1, t2, t3, t4);
+}
+
 static void
 handle_reply (fm_engine_t *e, const fm_probe_t *p, int64_t t4, bool have_rx, bool t4_hw)
 {
@@ -846,6 +941,7 @@ handle_reply (fm_engine_t *e, const fm_probe_t *p, int64_t t4, bool have_rx, boo
         if (t->fallback) {
             fm_clock_est_reset (t->fallback);
         }
+        t->model.valid = false;
     }
     r = &t->ring[p->seq % RING_SIZE];
     if (!r->used || r->seq != p->seq) {
@@ -896,7 +992,7 @@ handle_reply (fm_engine_t *e, const fm_probe_t *p, int64_t t4, bool have_rx, boo
             /* four stamps of one clock kind per side, or the sample is noise */
             if (s->t1_hw != s->t4_hw || s->t2_hw != t3_hw) {
                 e->cnt.mixed_stamps++;
-            } else if (fm_linkwin_add (t->win, s->t1, s->t2, p->t3, s->t4) < 0) {
+            } else if (window_add (t, s->t1, s->t2, p->t3, s->t4) < 0) {
                 e->cnt.bad_sample++;
             } else {
                 clock_exchange (
@@ -1042,13 +1138,49 @@ uint16_t fm_engine_my_index (const fm_engine_t *e)
     return e->my_index;
 }
 
+static int64_t sat_add (int64_t a, int64_t b)
+{
+    int64_t r;
+
+    if (__builtin_add_overflow (a, b, &r)) {
+        return b > 0 ? INT64_MAX : INT64_MIN;
+    }
+    return r;
+}
+
+static void shift_quantiles (fm_quantiles_t *q, int64_t by)
+{
+    if (q->n > 0) {
+        q->min = sat_add (q->min, by);
+        q->p50 = sat_add (q->p50, by);
+        q->p90 = sat_add (q->p90, by);
+        q->p99 = sat_add (q->p99, by);
+        q->max = sat_add (q->max, by);
+    }
+}
+
 void fm_engine_close_window (fm_engine_t *e, fm_linkstats_t *stats)
 {
     int64_t now = fm_time_mono_ns ();
 
     for (size_t i = 0; i < e->ntargets; i++) {
-        expire (e, &e->targets[i], now);
-        fm_linkwin_close (e->targets[i].win, &stats[i]);
+        target_t *t = &e->targets[i];
+        fm_linkstats_t *s = &stats[i];
+
+        expire (e, t, now);
+        fm_linkwin_close (t->win, s);
+        /* the window took its delays against its min-RTT exchange, which
+         * here is the offset left after the model's: undo it
+         */
+        if (t->win_mode == WIN_MODEL && s->have_offset) {
+            int64_t theta;
+            shift_quantiles (&s->owd_fwd, s->offset_ns);
+            shift_quantiles (&s->owd_rev, -s->offset_ns);
+            if (model_theta (t, real_now (e), &theta)) {
+                s->offset_ns = theta;
+            }
+        }
+        t->win_mode = WIN_UNSET;
     }
 }
 
@@ -1105,23 +1237,9 @@ int fm_engine_clock_estimate (fm_engine_t *e,
                               int64_t now_ns,
                               fm_clock_estimate_t *out)
 {
-    fm_clock_estimate_t alt;
-    target_t *t;
-
     if (i >= e->ntargets) {
         errno = EINVAL;
         return -1;
     }
-    t = &e->targets[i];
-    if (fm_clock_est_estimate (t->clock, now_ns, out) == 0) {
-        return 0;
-    }
-    /* out keeps huygens' reason when the fallback has nothing either */
-    if (t->fallback && fm_clock_est_estimate (t->fallback, now_ns, &alt) == 0) {
-        e->cnt.clock_fallbacks++;
-        *out = alt;
-        return 0;
-    }
-    errno = EAGAIN;
-    return -1;
+    return estimate_target (e, &e->targets[i], now_ns, out, true);
 }

@@ -74,15 +74,25 @@ typedef struct {
     int64_t max_gap_ns;
     /* needed to report: per direction (huygens) or in all (naive) (16) */
     unsigned min_samples;
-    /* huygens: time both directions must cover to report (500 ms) */
+    /* time the samples must cover to report (huygens: both directions) (500 ms) */
     int64_t min_span_ns;
     /* samples kept per direction; the oldest go first (8192) */
     unsigned capacity;
+    /* holdover (doc/clock.md): the longest a sudden one-way delay
+     * change is held off the clock model before the model re-anchors to it
+     * (300 s); 0 turns holdover off
+     */
+    int64_t holdover_ns;
+    /* holdover: the least drift uncertainty assumed of an
+     * established model, ppb (100); the prediction's bound grows by it
+     */
+    double holdover_ppb;
 } fm_clock_config_t;
 
 /* The limits fm_clock_config_check() enforces on a configuration. */
 #define FM_CLOCK_WINDOW_MAX_NS (3600LL * 1000000000LL)
 #define FM_CLOCK_CAPACITY_MAX 1000000u
+#define FM_CLOCK_HOLDOVER_PPB_MAX 100000. /* 100 ppm: a free-running oscillator */
 
 typedef struct {
     bool valid;        /* false: refused; only why is meaningful */
@@ -92,14 +102,27 @@ typedef struct {
     double drift_ppb;  /* d theta / dt, parts per billion (peer runs faster if > 0) */
     int64_t bound_ns;  /* error bound of offset_ns (see doc/clock.md for its model) */
     int64_t owd_ns;    /* huygens: estimated minimum one-way delay; naive: min RTT/2 */
+    /* minimum one-way delay per direction (fm_clock_dir_t): owd_ns both,
+     * except in holdover, where they differ by the change each saw
+     */
+    int64_t owd_dir_ns[2];
+    /* a sudden one-way delay change is held off the clock: offset
+     * and drift are the established model's prediction, and the bound
+     * includes its growth since (doc/clock.md)
+     */
+    bool holdover;
+    /* the uncertainty of drift_ppb the estimator derives from its data */
+    double drift_bound_ppb;
     unsigned samples[2]; /* samples used, indexed by fm_clock_dir_t (naive: [0]) */
 } fm_clock_estimate_t;
 
 typedef struct {
-    uint64_t accepted; /* samples kept */
-    uint64_t impure;   /* coded pairs rejected by the gap test */
-    uint64_t invalid;  /* malformed samples (time running backwards, wrong type) */
-    uint64_t expired;  /* dropped from the window or by capacity */
+    uint64_t accepted;  /* samples kept */
+    uint64_t impure;    /* coded pairs rejected by the gap test */
+    uint64_t invalid;   /* malformed samples (time running backwards, wrong type) */
+    uint64_t expired;   /* dropped from the window or by capacity */
+    uint64_t holdovers; /* one-way delay changes held off the clock model */
+    uint64_t reanchors; /* holdovers ended by re-anchoring: the change stayed */
 } fm_clock_stats_t;
 
 typedef struct fm_clock_est fm_clock_est_t;

@@ -114,6 +114,12 @@ static int huygens_add (struct fm_clock_est *est, const fm_clock_sample_t *s)
     int64_t d0, d1;
     struct sample smp;
 
+    /* an exchange is no coded pair: the generic layer follows the paths
+     * with it (holdover), the fit does not use it
+     */
+    if (s->type == FM_CLOCK_SAMPLE_EXCHANGE && fm_clock_exchange_ok (&s->exchange)) {
+        return 0;
+    }
     if (s->type != FM_CLOCK_SAMPLE_PAIR
         || (p->dir != FM_CLOCK_DIR_OUT && p->dir != FM_CLOCK_DIR_IN)
         || !fm_clock_sub (p->rx_ns[0], p->tx_ns[0], &d0)
@@ -159,8 +165,9 @@ static size_t gather (struct huygens *h,
         const struct sample *s = ring_at (h, r, i);
         int64_t dt, dd;
 
-        if (!fm_clock_sub (s->t, now_ns, &dt) || dt < -h->est.cfg.window_ns
-            || dt > h->est.cfg.window_ns || !fm_clock_sub (s->d, sign * dref, &dd)) {
+        if (s->t < h->est.fit_from || !fm_clock_sub (s->t, now_ns, &dt)
+            || dt < -h->est.cfg.window_ns || dt > h->est.cfg.window_ns
+            || !fm_clock_sub (s->d, sign * dref, &dd)) {
             continue;
         }
         if (n == 0 || s->t < *t_first) {
@@ -244,6 +251,7 @@ huygens_estimate (struct fm_clock_est *est, int64_t now_ns, fm_clock_estimate_t 
     out->drift_ppb = fit.b * 1e9;
     out->bound_ns = (int64_t)ceil (bound);
     out->owd_ns = (int64_t)llround (fit.margin);
+    out->drift_bound_ppb = thick / (fit.t_hi - fit.t_lo) * 1e9;
 }
 
 const struct fm_clock_est_ops fm_clock_huygens_ops = {

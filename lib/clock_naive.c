@@ -112,21 +112,36 @@ naive_estimate (struct fm_clock_est *est, int64_t now_ns, fm_clock_estimate_t *o
     const struct exch *best = NULL, *part[3] = {NULL, NULL, NULL};
     unsigned n = 0;
     double drift = 0., drift_err = 0., bound, corr;
-    int64_t dt, dtheta, offset;
+    int64_t dt, dtheta, offset, age, tlo = 0, thi = 0, span;
+    bool any = false;
 
+    /* the thirds divide the time the exchanges cover, not the window: a
+     * window still filling has a drift as soon as it spans min_span
+     */
     for (unsigned i = 0; i < nv->len; i++) {
         const struct exch *e = at (nv, i);
-        int64_t age;
+
+        if (e->tm >= est->fit_from && fm_clock_sub (now_ns, e->tm, &age) && age <= w
+            && age >= -w) {
+            tlo = !any || e->tm < tlo ? e->tm : tlo;
+            thi = !any || e->tm > thi ? e->tm : thi;
+            any = true;
+        }
+    }
+    span = thi - tlo; /* both within the window of now: no overflow */
+    for (unsigned i = 0; i < nv->len; i++) {
+        const struct exch *e = at (nv, i);
         int third;
 
-        if (!fm_clock_sub (now_ns, e->tm, &age) || age > w || age < -w) {
+        if (e->tm < est->fit_from || !fm_clock_sub (now_ns, e->tm, &age) || age > w
+            || age < -w) {
             continue;
         }
         n++;
         if (!best || e->rtt < best->rtt) {
             best = e;
         }
-        third = age < w / 3 ? 2 : age < 2 * (w / 3) ? 1 : 0;
+        third = e->tm - tlo > 2 * (span / 3) ? 2 : e->tm - tlo > span / 3 ? 1 : 0;
         if (!part[third] || e->rtt < part[third]->rtt) {
             part[third] = e;
         }
@@ -136,16 +151,19 @@ naive_estimate (struct fm_clock_est *est, int64_t now_ns, fm_clock_estimate_t *o
         fm_clock_refuse (out, "too few exchanges");
         return;
     }
-    /* without exchanges in both outer thirds the drift stays unknown and is
-     * reported as 0 (the bound does not cover it)
+    /* An unknown drift is no drift of 0: reported as 0, it made the first
+     * second's estimates microseconds off and outside their bounds
+     * (clock-bench, 25 ppm), so refuse until the exchanges span min_span.
      */
-    if (part[0] && part[2] && part[2]->tm > part[0]->tm
-        && fm_clock_sub (part[2]->theta, part[0]->theta, &dtheta)) {
-        double span = (double)(part[2]->tm - part[0]->tm);
-
-        drift = (double)dtheta / span;
-        drift_err = (double)(part[0]->rtt + part[2]->rtt) / 2 / span;
+    if (span < est->cfg.min_span_ns || !part[0] || !part[2]
+        || part[2]->tm <= part[0]->tm
+        || !fm_clock_sub (part[2]->theta, part[0]->theta, &dtheta)) {
+        fm_clock_refuse (out, "exchanges span too short a time to know the drift");
+        return;
     }
+    drift = (double)dtheta / (double)(part[2]->tm - part[0]->tm);
+    drift_err =
+        (double)(part[0]->rtt + part[2]->rtt) / 2 / (double)(part[2]->tm - part[0]->tm);
     /* integer differences first: absolute clock readings lose ns as doubles */
     dt = now_ns - best->tm; /* within the window, checked above */
     corr = drift * (double)dt;
@@ -160,6 +178,7 @@ naive_estimate (struct fm_clock_est *est, int64_t now_ns, fm_clock_estimate_t *o
     out->drift_ppb = drift * 1e9;
     out->bound_ns = (int64_t)ceil (bound);
     out->owd_ns = best->rtt / 2;
+    out->drift_bound_ppb = drift_err * 1e9;
 }
 
 const struct fm_clock_est_ops fm_clock_naive_ops = {

@@ -30,10 +30,44 @@ struct fm_clock_est_ops {
     void (*reset) (struct fm_clock_est *est);
 };
 
+/* Holdover (clock.c, doc/clock.md): the newest one-way measurements per
+ * direction, pure or not, and the established model they are checked
+ * against.
+ */
+#define FM_CLOCK_HOLD_TRACK 64
+
+struct fm_clock_hold_sample {
+    int64_t t; /* local clock */
+    int64_t d; /* one-way measurement, see clock.h */
+};
+
+/* theta(t) = theta0 + b (t - t0), good to bound0 at t0 and to rate_unc more
+ * per ns away from it
+ */
+struct fm_clock_model {
+    bool valid;
+    int64_t t0;      /* local time of the anchoring estimate */
+    int64_t theta0;  /* theta at t0 */
+    double b;        /* drift, ns per ns */
+    double bound0;   /* offset bound at t0 */
+    double rate_unc; /* drift uncertainty, ns per ns */
+    int64_t owd0;    /* the anchoring estimate's minimum one-way delay */
+};
+
 struct fm_clock_est {
     const struct fm_clock_est_ops *ops;
     fm_clock_config_t cfg;
     fm_clock_stats_t stats;
+    /* estimates use only samples from this local time on (INT64_MIN: all):
+     * holdover restarts the estimate on one side of a delay change
+     */
+    int64_t fit_from;
+    struct fm_clock_hold_sample track[2][FM_CLOCK_HOLD_TRACK];
+    unsigned track_next[2], track_len[2];
+    struct fm_clock_model model;
+    bool holding;       /* a one-way delay change is held off the model */
+    bool returning;     /* holding, and the delays look back at the baseline */
+    int64_t hold_since; /* local time the change was seen */
 };
 
 extern const struct fm_clock_est_ops fm_clock_naive_ops;
@@ -43,6 +77,18 @@ extern const struct fm_clock_est_ops fm_clock_huygens_ops;
 static inline bool fm_clock_sub (int64_t a, int64_t b, int64_t *r)
 {
     return !__builtin_sub_overflow (a, b, r);
+}
+
+/* An exchange whose stamps are causally ordered on each clock, with
+ * differences that fit in int64.
+ */
+static inline bool fm_clock_exchange_ok (const fm_clock_exchange_t *x)
+{
+    int64_t d41, d32, d21, d43;
+
+    return fm_clock_sub (x->t4, x->t1, &d41) && fm_clock_sub (x->t3, x->t2, &d32)
+           && fm_clock_sub (x->t2, x->t1, &d21) && fm_clock_sub (x->t4, x->t3, &d43)
+           && d41 >= 0 && d32 >= 0 && d32 <= d41;
 }
 
 /* Set out to a refusal. */

@@ -422,6 +422,64 @@ static void test_clock_naive (void **state)
     check_clock (FM_CLOCK_EST_NAIVE);
 }
 
+/* Once a clock estimate exists, a window's one-way delays are taken against
+ * it, sample by sample. With B 25 ppm fast, the window's single min-RTT
+ * offset (the fallback) is off by up to 25 us at the ends of a 2 s window,
+ * so one direction's fastest delays come out negative; against the model
+ * both stay at loopback's few microseconds.
+ */
+static void test_owd_against_model (void **state)
+{
+    fm_engine_cfg_t cfg = {
+        .rate = 200,
+        .timeout_ns = 200 * 1000 * 1000,
+        .max_samples = 10000,
+        .estimator = FM_CLOCK_EST_HUYGENS,
+    };
+    fm_engine_t *e[2];
+    fm_node_t nodes[2];
+    uint16_t ta = 1, tb = 0;
+    struct sockaddr_in sin = loopback (0);
+    fm_linkstats_t sa, sb;
+    fm_error_t err;
+    int64_t host, truth;
+
+    assert_non_null (
+        e[0] = fm_engine_create (&cfg, (struct sockaddr *)&sin, sizeof (sin), &err));
+    cfg.clock = (fm_vclock_params_t){.offset_ns = -7000000, .drift_ppb = 25000};
+    assert_non_null (
+        e[1] = fm_engine_create (&cfg, (struct sockaddr *)&sin, sizeof (sin), &err));
+    set_node (&nodes[0], "a", fm_engine_port (e[0]));
+    set_node (&nodes[1], "b", fm_engine_port (e[1]));
+    assert_int_equal (fm_engine_start (e[0], 78, key, nodes, 2, 0, &ta, 1, &err), 0);
+    assert_int_equal (fm_engine_start (e[1], 78, key, nodes, 2, 1, &tb, 1, &err), 0);
+    /* the first windows start before there is any estimate */
+    drive (e, 2, 2500LL * 1000 * 1000);
+    fm_engine_close_window (e[0], &sa);
+    fm_engine_close_window (e[1], &sb);
+    drive (e, 2, 2000LL * 1000 * 1000);
+    fm_engine_close_window (e[0], &sa);
+    fm_engine_close_window (e[1], &sb);
+    truth = fm_engine_clock_now (e[1], &host) - host;
+    print_message ("# owd a->b min %jd p50 %jd, b->a min %jd p50 %jd ns; offset %jd"
+                   " (true %jd)\n",
+                   (intmax_t)sa.owd_fwd.min,
+                   (intmax_t)sa.owd_fwd.p50,
+                   (intmax_t)sa.owd_rev.min,
+                   (intmax_t)sa.owd_rev.p50,
+                   (intmax_t)sa.offset_ns,
+                   (intmax_t)truth);
+    assert_true (sa.samples > 100 && sb.samples > 100);
+    assert_true (sa.have_offset && sb.have_offset);
+    assert_true (llabs (sa.offset_ns - truth) < 10000);
+    assert_true (llabs (sb.offset_ns + truth) < 10000);
+    assert_true (sa.owd_fwd.min > -5000 && sa.owd_rev.min > -5000);
+    assert_true (sb.owd_fwd.min > -5000 && sb.owd_rev.min > -5000);
+    assert_true (sa.owd_fwd.p50 < 1000000 && sa.owd_rev.p50 < 1000000);
+    fm_engine_destroy (e[0]);
+    fm_engine_destroy (e[1]);
+}
+
 static void test_bye_is_not_loss (void **state)
 {
     fm_linkstats_t s;
@@ -495,6 +553,7 @@ int main (void)
         cmocka_unit_test (test_loopback_ipv6),
         cmocka_unit_test (test_clock_huygens),
         cmocka_unit_test (test_clock_naive),
+        cmocka_unit_test (test_owd_against_model),
     };
     return cmocka_run_group_tests (tests, setup, NULL);
 }

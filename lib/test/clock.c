@@ -162,6 +162,14 @@ static void test_config (void **state)
     fm_clock_config_default (&cfg);
     cfg.max_gap_ns = 0;
     assert_int_equal (fm_clock_config_check (&cfg, &err), -1);
+    fm_clock_config_default (&cfg);
+    cfg.holdover_ns = -1;
+    assert_int_equal (fm_clock_config_check (&cfg, &err), -1);
+    fm_clock_config_default (&cfg);
+    cfg.holdover_ppb = NAN;
+    assert_int_equal (fm_clock_config_check (&cfg, &err), -1);
+    cfg.holdover_ppb = FM_CLOCK_HOLDOVER_PPB_MAX * 2;
+    assert_int_equal (fm_clock_config_check (&cfg, &err), -1);
 
     /* a bad config creates nothing */
     errno = 0;
@@ -368,8 +376,16 @@ static void test_huygens_filters_queued (void **state)
     assert_int_equal (st.impure, 500);
     assert_int_equal (st.invalid, 0);
 
-    /* wrong sample type, bad direction, overflowing stamps: invalid, not error */
+    /* an exchange only follows the paths for holdover: not kept, not invalid */
     fm_clock_sample_t x = {.type = FM_CLOCK_SAMPLE_EXCHANGE};
+    assert_int_equal (fm_clock_est_add (est, &x), 0);
+    fm_clock_est_stats (est, &st);
+    assert_int_equal (st.invalid, 0);
+    assert_int_equal (st.accepted, 500);
+    /* a malformed exchange (t4 before t1), bad direction, overflowing
+     * stamps: invalid, not error
+     */
+    x.exchange.t1 = 10;
     assert_int_equal (fm_clock_est_add (est, &x), 0);
     s.pair.dir = 5;
     assert_int_equal (fm_clock_est_add (est, &s), 0);
@@ -499,6 +515,272 @@ static void test_huygens_asymmetry_bias (void **state)
     err = (double)e.offset_ns - theta_at (&s, now);
     assert_true (fabs (err - 1500.) < 50.);
     fm_clock_est_destroy (est);
+}
+
+/* The agent's rhythm: a pair per direction every period, an estimate every
+ * 250 ms, over [start, start + len) of real time. Every estimate of est (and
+ * of twin, fed the same samples, if any) goes to check.
+ */
+static fm_clock_sample_t
+exchange (const struct sim *s, double rel, double q_out, double q_in);
+
+/* sim_run also feeds a four-stamp exchange per period */
+static bool sim_exchanges;
+
+typedef void (*check_fn) (const struct sim *s,
+                          int64_t now,
+                          const fm_clock_estimate_t *e,
+                          const fm_clock_estimate_t *twin,
+                          void *arg);
+
+static void sim_run (fm_clock_est_t *est,
+                     fm_clock_est_t *twin,
+                     const struct sim *s,
+                     double start,
+                     double len,
+                     double period,
+                     check_fn check,
+                     void *arg)
+{
+    double next = start + 250e6;
+
+    for (double t = start; t < start + len; t += period) {
+        for (int dir = 0; dir < 2; dir++) {
+            fm_clock_sample_t smp = sim_pair (s, dir, t + dir * period / 2);
+            assert_true (fm_clock_est_add (est, &smp) >= 0);
+            if (twin) {
+                assert_true (fm_clock_est_add (twin, &smp) >= 0);
+            }
+        }
+        if (sim_exchanges) {
+            fm_clock_sample_t x = exchange (
+                s, t + period / 4, rng_exp (s->queue_ns), rng_exp (s->queue_ns));
+            assert_int_equal (fm_clock_est_add (est, &x), 0);
+        }
+        if (t >= next) {
+            int64_t now = T0 + llround (t + period);
+            fm_clock_estimate_t e, f = {0};
+
+            next += 250e6;
+            fm_clock_est_estimate (est, now, &e);
+            if (twin) {
+                fm_clock_est_estimate (twin, now, &f);
+            }
+            check (s, now, &e, twin ? &f : NULL, arg);
+        }
+    }
+}
+
+static fm_clock_est_t *huygens_with_holdover (int64_t holdover_ns)
+{
+    fm_clock_config_t cfg;
+
+    fm_clock_config_default (&cfg);
+    cfg.holdover_ns = holdover_ns;
+    return fm_clock_est_create (FM_CLOCK_EST_HUYGENS, &cfg, NULL);
+}
+
+struct hold_run {
+    unsigned valid, held;
+    double worst_err;    /* largest |offset error| of a valid estimate */
+    double worst_excess; /* largest |offset error| - bound */
+    double owd_err[2];   /* largest |owd_dir - truth| while held */
+    bool last_held;
+    double last_err;
+    unsigned twin_valid; /* valid estimates of the twin */
+};
+
+/* Offsets against the truth; while held, the per-direction delays too. */
+static void check_hold (const struct sim *s,
+                        int64_t now,
+                        const fm_clock_estimate_t *e,
+                        const fm_clock_estimate_t *twin,
+                        void *arg)
+{
+    struct hold_run *r = arg;
+    double err;
+
+    if (twin && twin->valid) {
+        r->twin_valid++;
+    }
+    if (!e->valid) {
+        return;
+    }
+    err = (double)e->offset_ns - theta_at (s, now);
+    r->valid++;
+    r->worst_err = fmax (r->worst_err, fabs (err));
+    r->worst_excess = fmax (r->worst_excess, fabs (err) - (double)e->bound_ns);
+    r->last_held = e->holdover;
+    r->last_err = err;
+    if (e->holdover) {
+        r->held++;
+        for (int dir = 0; dir < 2; dir++) {
+            r->owd_err[dir] = fmax (r->owd_err[dir],
+                                    fabs ((double)e->owd_dir_ns[dir] - s->owd_ns[dir]));
+        }
+    }
+}
+
+/* A 2 ms step on the in direction (a node-level asymmetry: every packet into
+ * one node delayed) after the model is established: held off the clock, the
+ * offset stays within its bound, the in delay shows the 2 ms, the out delay
+ * stays; when the delay goes, the plain fit takes over again.
+ */
+static void test_huygens_holdover_step (void **state)
+{
+    fm_clock_est_t *est = huygens_with_holdover (300000000000LL);
+    fm_clock_est_t *off = huygens_with_holdover (0);
+    struct sim s = sim_default;
+    struct hold_run before = {0}, during = {0}, after = {0}, plain = {0};
+    fm_clock_stats_t st;
+
+    assert_non_null (est);
+    assert_non_null (off);
+    rng_state = 21;
+    sim_run (est, off, &s, 0., 4e9, 8e6, check_hold, &before);
+    assert_int_equal (before.held, 0);
+    assert_true (before.worst_err < 100.);
+
+    s.owd_ns[FM_CLOCK_DIR_IN] += 2e6;
+    sim_run (est, NULL, &s, 4e9, 8e9, 8e6, check_hold, &during);
+    /* all but the first estimates, before 16 changed samples came */
+    assert_true (during.held >= during.valid - 1);
+    assert_true (during.last_held);
+    assert_true (during.worst_excess <= 0.);
+    assert_true (during.worst_err < 500.);
+    assert_true (during.owd_err[FM_CLOCK_DIR_IN] < 0.1 * 2e6);
+    assert_true (during.owd_err[FM_CLOCK_DIR_OUT] < 1000.);
+    print_message ("# holdover: worst offset error %.1f ns, in owd error %.1f ns,"
+                   " out owd error %.1f ns\n",
+                   during.worst_err,
+                   during.owd_err[FM_CLOCK_DIR_IN],
+                   during.owd_err[FM_CLOCK_DIR_OUT]);
+
+    /* without holdover the fit takes half the step for a clock offset */
+    rng_state = 21;
+    fm_clock_est_reset (off);
+    s = sim_default;
+    sim_run (off, NULL, &s, 0., 4e9, 8e6, check_hold, &plain);
+    s.owd_ns[FM_CLOCK_DIR_IN] += 2e6;
+    sim_run (off, NULL, &s, 4e9, 8e9, 8e6, check_hold, &plain);
+    assert_true (fabs (plain.last_err + 1e6) < 1000.);
+
+    /* the delay goes: back to the plain fit, exact again */
+    s.owd_ns[FM_CLOCK_DIR_IN] -= 2e6;
+    sim_run (est, NULL, &s, 12e9, 4e9, 8e6, check_hold, &after);
+    assert_false (after.last_held);
+    assert_true (fabs (after.last_err) < 50.);
+    assert_true (after.worst_excess <= 0.);
+    fm_clock_est_stats (est, &st);
+    assert_int_equal (st.holdovers, 1);
+    assert_int_equal (st.reanchors, 0);
+    fm_clock_est_destroy (est);
+    fm_clock_est_destroy (off);
+}
+
+/* A delay change that comes with per-probe jitter leaves too few pure pairs
+ * to fit: the exchanges still show where each direction's delay went, and
+ * holdover keeps the offset within its bound.
+ */
+static void test_huygens_holdover_impure (void **state)
+{
+    fm_clock_est_t *est = huygens_with_holdover (300000000000LL);
+    fm_clock_est_t *off = huygens_with_holdover (0);
+    struct sim s = sim_default;
+    struct hold_run r = {0};
+
+    assert_non_null (est);
+    assert_non_null (off);
+    rng_state = 23;
+    sim_exchanges = true;
+    sim_run (est, off, &s, 0., 4e9, 8e6, check_hold, &r);
+    assert_int_equal (r.held, 0);
+    s.owd_ns[FM_CLOCK_DIR_IN] += 2e6;
+    s.queue_ns = 100000.;
+    memset (&r, 0, sizeof (r));
+    sim_run (est, off, &s, 4e9, 6e9, 8e6, check_hold, &r);
+    sim_exchanges = false;
+    /* the pairs alone soon give no fit at all */
+    assert_true (r.twin_valid < 10);
+    fm_clock_est_destroy (off);
+    /* every estimate but the first valid, and held, for the 6 s */
+    assert_true (r.valid >= 22);
+    assert_true (r.held >= r.valid - 1);
+    assert_true (r.last_held);
+    assert_true (r.worst_excess <= 0.);
+    assert_true (r.owd_err[FM_CLOCK_DIR_IN] < 0.1 * 2e6);
+    assert_true (r.owd_err[FM_CLOCK_DIR_OUT] < 50000.);
+    fm_clock_est_destroy (est);
+}
+
+/* A change that stays longer than holdover_ns: the model re-anchors to it,
+ * and the estimate is the plain fit of the samples since the change.
+ */
+static void test_huygens_holdover_reanchors (void **state)
+{
+    fm_clock_est_t *est = huygens_with_holdover (3000000000LL);
+    struct sim s = sim_default;
+    struct hold_run r = {0};
+    fm_clock_stats_t st;
+
+    assert_non_null (est);
+    rng_state = 22;
+    sim_run (est, NULL, &s, 0., 4e9, 8e6, check_hold, &r);
+    s.owd_ns[FM_CLOCK_DIR_OUT] += 500000.;
+    sim_run (est, NULL, &s, 4e9, 2e9, 8e6, check_hold, &r);
+    assert_true (r.last_held);
+    sim_run (est, NULL, &s, 6e9, 4e9, 8e6, check_hold, &r);
+    assert_false (r.last_held);
+    assert_true (fabs (r.last_err - 250000.) < 1000.);
+    fm_clock_est_stats (est, &st);
+    assert_int_equal (st.holdovers, 1);
+    assert_int_equal (st.reanchors, 1);
+    fm_clock_est_destroy (est);
+}
+
+/* Steady state: with holdover on, every estimate is the plain fit's, under
+ * heavy queueing and outliers as well as the defaults.
+ */
+static void check_same (const struct sim *s,
+                        int64_t now,
+                        const fm_clock_estimate_t *e,
+                        const fm_clock_estimate_t *twin,
+                        void *arg)
+{
+    unsigned *n = arg;
+
+    assert_int_equal (e->valid, twin->valid);
+    assert_false (e->holdover);
+    if (e->valid) {
+        assert_int_equal (e->offset_ns, twin->offset_ns);
+        assert_int_equal (e->bound_ns, twin->bound_ns);
+        (*n)++;
+    }
+}
+
+static void test_huygens_holdover_steady (void **state)
+{
+    struct sim heavy = sim_default;
+    const struct sim *sims[2] = {&sim_default, &heavy};
+
+    heavy.queue_ns = 3000.;
+    heavy.outlier_p = 0.05;
+    heavy.stamp_sd_ns = 50.;
+    for (int k = 0; k < 2; k++) {
+        for (uint64_t seed = 1; seed <= 5; seed++) {
+            fm_clock_est_t *est = huygens_with_holdover (300000000000LL);
+            fm_clock_est_t *off = huygens_with_holdover (0);
+            unsigned n = 0;
+
+            assert_non_null (est);
+            assert_non_null (off);
+            rng_state = 100 + seed;
+            sim_run (est, off, sims[k], 0., 20e9, 8e6, check_same, &n);
+            assert_true (n > 60);
+            fm_clock_est_destroy (est);
+            fm_clock_est_destroy (off);
+        }
+    }
 }
 
 static void test_huygens_refuses (void **state)
@@ -682,8 +964,10 @@ static void test_naive_min_rtt_choice (void **state)
     s.drift = 0.;
     assert_non_null (est);
     for (int i = 0; i < 100; i++) {
-        /* all queued asymmetrically, except exchange 42 */
-        double q = i == 42 ? 0. : 3000. + i;
+        /* all queued asymmetrically, except exchange 42; the best of the
+         * outer thirds are queued alike, so that the drift comes out 0
+         */
+        double q = i == 42 ? 0. : 3000. + (i % 2) * i;
         fm_clock_sample_t x = exchange (&s, i * 1e7, q, 3. * q);
         assert_int_equal (fm_clock_est_add (est, &x), 1);
     }
@@ -705,6 +989,94 @@ static void test_naive_min_rtt_choice (void **state)
 /* Hostile timestamps (a peer may send anything): nothing overflows or
  * crashes, and whatever is reported is a number with a non-negative bound.
  */
+/* A naive estimate without a known drift is refused, not reported with a
+ * drift of 0: 0.4 s of exchanges with a 25 ppm drift; then, once they span
+ * min_span, the drift is known and the offset within its bound.
+ */
+static void test_naive_drift_unknown (void **state)
+{
+    fm_clock_est_t *est = fm_clock_est_create (FM_CLOCK_EST_NAIVE, NULL, NULL);
+    struct sim s = sim_default;
+    fm_clock_estimate_t e;
+    int64_t now;
+    int i;
+
+    assert_non_null (est);
+    s.drift = 25e-6;
+    rng_state = 41;
+    for (i = 0; i < 40; i++) {
+        fm_clock_sample_t x = exchange (&s, i * 1e7, rng_exp (1000.), rng_exp (1000.));
+        assert_int_equal (fm_clock_est_add (est, &x), 1);
+    }
+    now = T0 + 400000000LL;
+    errno = 0;
+    assert_int_equal (fm_clock_est_estimate (est, now, &e), -1);
+    assert_int_equal (errno, EAGAIN);
+    assert_non_null (strstr (e.why, "drift"));
+    for (; i < 70; i++) {
+        fm_clock_sample_t x = exchange (&s, i * 1e7, rng_exp (1000.), rng_exp (1000.));
+        assert_int_equal (fm_clock_est_add (est, &x), 1);
+    }
+    now = T0 + 700000000LL;
+    assert_int_equal (fm_clock_est_estimate (est, now, &e), 0);
+    assert_true (fabs ((double)e.offset_ns - theta_at (&s, now)) <= (double)e.bound_ns);
+    assert_true (fabs (e.drift_ppb - 25000.) <= e.drift_bound_ppb);
+    fm_clock_est_destroy (est);
+}
+
+/* Holdover is the generic layer's: the naive baseline holds a one-way step
+ * off its clock too (the agent's fallback when pairs are impure).
+ */
+static void test_naive_holdover (void **state)
+{
+    fm_clock_est_t *est = fm_clock_est_create (FM_CLOCK_EST_NAIVE, NULL, NULL);
+    struct sim s = sim_default;
+    fm_clock_estimate_t e;
+    fm_clock_stats_t st;
+    unsigned held = 0, valid = 0;
+    double worst = 0.;
+
+    assert_non_null (est);
+    rng_state = 31;
+    for (int i = 0; i < 1500; i++) {
+        double t = i * 8e6;
+        fm_clock_sample_t x;
+
+        if (i == 500) {
+            s.owd_ns[FM_CLOCK_DIR_IN] += 2e6;
+        }
+        x = exchange (&s, t, rng_exp (s.queue_ns), rng_exp (s.queue_ns));
+        assert_int_equal (fm_clock_est_add (est, &x), 1);
+        if (i % 32 == 31 && fm_clock_est_estimate (est, x.exchange.t4, &e) == 0) {
+            double err = (double)e.offset_ns - theta_at (&s, x.exchange.t4);
+
+            valid++;
+            if (i < 500) {
+                assert_false (e.holdover);
+                continue;
+            }
+            held += e.holdover;
+            worst = fmax (worst, fabs (err));
+            assert_true (fabs (err) <= (double)e.bound_ns);
+            if (e.holdover) {
+                assert_true (fabs ((double)e.owd_dir_ns[FM_CLOCK_DIR_IN] - 2.02e6)
+                             < 2e5);
+                assert_true (fabs ((double)e.owd_dir_ns[FM_CLOCK_DIR_OUT] - 2e4) < 2e3);
+            }
+        }
+    }
+    fm_clock_est_stats (est, &st);
+    assert_int_equal (st.holdovers, 1);
+    assert_true (held >= 30);
+    assert_true (worst < 5000.);
+    print_message (
+        "# naive holdover: %u of %u estimates held, worst offset error %.0f ns\n",
+        held,
+        valid,
+        worst);
+    fm_clock_est_destroy (est);
+}
+
 static void test_garbage_input (void **state)
 {
     fm_clock_config_t cfg;
@@ -776,11 +1148,17 @@ int main (void)
         cmocka_unit_test (test_huygens_accuracy),
         cmocka_unit_test (test_huygens_accuracy_negative),
         cmocka_unit_test (test_huygens_asymmetry_bias),
+        cmocka_unit_test (test_huygens_holdover_step),
+        cmocka_unit_test (test_huygens_holdover_impure),
+        cmocka_unit_test (test_huygens_holdover_reanchors),
+        cmocka_unit_test (test_huygens_holdover_steady),
         cmocka_unit_test (test_huygens_refuses),
         cmocka_unit_test (test_huygens_refuses_inconsistent),
         cmocka_unit_test (test_huygens_window_capacity),
         cmocka_unit_test (test_naive),
         cmocka_unit_test (test_naive_min_rtt_choice),
+        cmocka_unit_test (test_naive_drift_unknown),
+        cmocka_unit_test (test_naive_holdover),
         cmocka_unit_test (test_garbage_input),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
