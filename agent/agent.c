@@ -25,6 +25,7 @@
 #include "client.h"
 #include "engine.h"
 #include "fm/api.h"
+#include "health.h"
 #include "hostlist.h"
 #include "log.h"
 #include "report.h"
@@ -207,8 +208,11 @@ static int do_register (shared_t *sh, fm_client_t *c, fm_ratelimit_t *rl)
     status = fm_client_request (c, "POST", "/v1/agents", body, &ans, &err);
     free (body);
     if (status != 200 && status != 201) {
-        fm_log_ratelimited (
-            rl, LOG_WARNING, "registration with %s failed: %s", cfg->daemon_url, err.text);
+        fm_log_ratelimited (rl,
+                            LOG_WARNING,
+                            "registration with %s failed: %s",
+                            cfg->daemon_url,
+                            err.text);
         json_decref (ans);
         return -1;
     }
@@ -525,6 +529,11 @@ typedef struct {
     int64_t next_publish; /* monotonic */
     int64_t ref_epoch_ns; /* job time of the first valid publication, 0: none */
     fm_ratelimit_t rl_clock;
+    fm_health_t *health;      /* NULL: no health records */
+    fm_health_set_t hset;     /* this window's records */
+    fm_health_steer_t *steer; /* NULL: no steering file */
+    bool steer_failing;       /* the steering file could not be written */
+    bool health_capped;       /* "records left out" was said */
 } loop_t;
 
 static void arm (int tfd, int64_t mono_deadline, int64_t interval)
@@ -674,6 +683,64 @@ static void publish_clock (loop_t *l)
     }
 }
 
+/* This window's health array (doc/health.md): the collectors' records, and
+ * while the job is steered off degraded rails the steer record first. NULL
+ * when there is none to send; every failure is logged once per streak.
+ */
+static json_t *health_window (loop_t *l)
+{
+    size_t dropped = 0;
+    const char *exclude;
+    json_t *a, *st;
+    int rc;
+
+    if (!l->health) {
+        return NULL;
+    }
+    fm_health_set_clear (&l->hset);
+    /* a collector that fails is logged by fm_health_sample, once per streak */
+    (void)fm_health_sample (l->health, &l->hset);
+    if (l->steer) {
+        if ((rc = fm_health_steer_update (l->steer, &l->hset)) < 0
+            && !l->steer_failing) {
+            fm_warn ("steering: cannot write the NCCL_IB_HCA file: %s",
+                     strerror (errno));
+        } else if (rc >= 0 && l->steer_failing) {
+            fm_info ("steering: NCCL_IB_HCA file written again");
+        }
+        l->steer_failing = rc < 0;
+    }
+    if (!(a = fm_health_render (&l->hset, FM_HEALTH_RENDER_EXTENDED, &dropped))) {
+        fm_err ("health: out of memory: window sent without it");
+        return NULL;
+    }
+    if (dropped > 0 && !l->health_capped) {
+        fm_info ("health: %zu records over the %d of a window left out (the least "
+                 "severe; said once)",
+                 dropped,
+                 FM_API_MAX_HEALTH);
+        l->health_capped = true;
+    }
+    exclude = l->steer ? fm_health_steer_exclude (l->steer) : "";
+    if (exclude[0] != '\0') {
+        st = json_pack ("{s:s, s:s, s:s}",
+                        "type",
+                        "steer",
+                        "var",
+                        "NCCL_IB_HCA",
+                        "exclude",
+                        exclude);
+        if (!st || json_array_insert_new (a, 0, st) < 0) {
+            json_decref (a);
+            return NULL;
+        }
+        if (json_array_size (a) > FM_API_MAX_HEALTH) {
+            json_array_remove (a, json_array_size (a) - 1);
+        }
+    }
+    return a;
+}
+
 static void close_window (loop_t *l, bool last)
 {
     shared_t *sh = l->sh;
@@ -701,8 +768,14 @@ static void close_window (loop_t *l, bool last)
     if (end <= l->window_start_real) {
         end = l->window_start_real + 1;
     }
-    w = fm_report_window (
-        seq, l->window_start_real, end, &clock, l->target_names, stats, l->ntargets);
+    w = fm_report_window (seq,
+                          l->window_start_real,
+                          end,
+                          &clock,
+                          l->target_names,
+                          stats,
+                          l->ntargets,
+                          health_window (l));
     if (w) {
         text = json_dumps (w, JSON_COMPACT);
     }
@@ -853,6 +926,21 @@ int fm_agent_run (const fm_agent_cfg_t *cfg, fm_error_t *err)
         != 0) {
         fm_errprintf (err, "cannot format probe address");
         goto out;
+    }
+    {
+        fm_health_conf_t hc = {.root = cfg->health_root,
+                               /* ethtool reads this namespace, not a tree */
+                               .no_ethtool = cfg->health_root != NULL};
+        char path[4096];
+        fm_error_t herr;
+
+        if (!(l.health = fm_health_create (&hc, &herr))) {
+            fm_warn ("health: not collected: %s", herr.text);
+        }
+        snprintf (path, sizeof (path), "%s/" FM_AGENT_STEER_FILE, cfg->statedir);
+        if (l.health && !(l.steer = fm_health_steer_create (path))) {
+            fm_warn ("steering: %s", strerror (errno));
+        }
     }
     snprintf (spooldir, sizeof (spooldir), "%s/spool", cfg->statedir);
     if (!(sh.spool = fm_spool_open (spooldir, SPOOL_MAX_FILES, SPOOL_MAX_BYTES, err))) {
@@ -1012,6 +1100,9 @@ out:
     /* nobody stands behind the page any more: readers get ENOENT */
     fm_clockpage_destroy (l.page, true);
     fm_engine_destroy (l.engine);
+    fm_health_steer_destroy (l.steer);
+    fm_health_destroy (l.health);
+    fm_health_set_free (&l.hset);
     fm_spool_destroy (sh.spool);
     free (l.targets);
     free (l.target_names);

@@ -33,7 +33,14 @@ typedef struct {
     const char *mode;         /* the job's mode: "observe" or "protect" */
     fm_clock_est_type_t estimator; /* naive or huygens */
     const char *clock_page;        /* NULL: the job's shm page (libfmclock) */
+    const char *health_root;       /* NULL: "/"; else a recorded sysfs tree */
 } fm_agent_cfg_t;
+
+/* In statedir: the HCA ports the job's new steps leave out of NCCL_IB_HCA
+ * ("mlx5_1:1,mlx5_3:1\n"), for the SPANK plugin (doc/health.md "Steering").
+ * Absent: no steering.
+ */
+#define FM_AGENT_STEER_FILE "nccl_ib_hca"
 
 /* Run until SIGTERM/SIGINT: register, probe, report every window, and on the
  * signal close the last window and try to deliver everything spooled.

@@ -731,11 +731,22 @@ static json_t *extra_object (const fm_health_record_t *const *g, size_t n, int *
     if (!counters || !attrs) {
         goto nomem;
     }
+    if (r0->port < 0 || r0->port > 255) {
+        json_decref (counters);
+        json_decref (attrs);
+        return NULL; /* api.md's port range: not renderable */
+    }
+    /* fabricd refuses more than FM_HEALTH_OBJ_MAX entries, or an empty string,
+     * with a 400 for the whole window: the rest are left out
+     */
     for (size_t i = 0; i < n; i++) {
         if (g[i]->vtype == FM_HVAL_COUNTER && g[i]->delta > 0
-            && g[i]->cls >= FM_HCLASS_WARN && !in_list (known, g[i]->name)) {
+            && g[i]->cls >= FM_HCLASS_WARN && !in_list (known, g[i]->name)
+            && json_object_size (counters) < FM_HEALTH_OBJ_MAX) {
             rc |= set_int (counters, g[i]->name, g[i]->delta);
-        } else if (g[i]->vtype == FM_HVAL_TEXT && !in_list (strict_text, g[i]->name)) {
+        } else if (g[i]->vtype == FM_HVAL_TEXT && !in_list (strict_text, g[i]->name)
+                   && g[i]->text[0] != '\0'
+                   && json_object_size (attrs) < FM_HEALTH_OBJ_MAX) {
             rc |= json_object_set_new (attrs, g[i]->name, json_string (g[i]->text));
         }
     }
@@ -782,9 +793,11 @@ static json_t *gpu_object (const fm_health_record_t *const *g, size_t n, int *ba
 
     for (size_t i = 0; counters && gauges && i < n; i++) {
         cls = g[i]->cls > cls ? g[i]->cls : cls;
-        if (g[i]->vtype == FM_HVAL_COUNTER) {
+        if (g[i]->vtype == FM_HVAL_COUNTER
+            && json_object_size (counters) < FM_HEALTH_OBJ_MAX) {
             rc |= set_int (counters, g[i]->name, g[i]->delta);
-        } else if (g[i]->vtype == FM_HVAL_GAUGE) {
+        } else if (g[i]->vtype == FM_HVAL_GAUGE
+                   && json_object_size (gauges) < FM_HEALTH_OBJ_MAX) {
             rc |= set_int (gauges, g[i]->name, g[i]->value);
         }
     }

@@ -43,6 +43,8 @@ typedef enum {
 } fm_hval_t;
 
 #define FM_HEALTH_NAME_MAX 64
+/* Entries of a rendered counters/gauges/attrs object at most (fabricd's cap). */
+#define FM_HEALTH_OBJ_MAX 32
 
 typedef struct {
     fm_hrec_kind_t kind;
@@ -142,9 +144,9 @@ size_t fm_health_active (const fm_health_t *h, const char **names, size_t max);
 void fm_health_destroy (fm_health_t *h);
 
 typedef enum {
-    /* Also emit the record types that doc/health.md defines beyond doc/api.md
-     * (gpu, xid, gpu_nic, counters). fabricd v1 refuses unknown types with 400,
-     * so leave this off until the daemon accepts them.
+    /* Also emit the record types that doc/health.md defines beyond the
+     * original api.md set (gpu, xid, gpu_nic, counters). fabricd accepts them;
+     * an older fabricd refuses them with 400 for the whole batch.
      */
     FM_HEALTH_RENDER_EXTENDED = 1,
 } fm_health_render_b;
@@ -224,5 +226,33 @@ typedef struct {
  * NULL/ENOENT (no library) or ENOSYS (a required symbol is missing) + err.
  */
 void *fm_health_dlopen (const char *lib, const fm_health_sym_t *syms, fm_error_t *err);
+
+/* NCCL/RCCL steering (health_steer.c, doc/health.md "Steering"): which
+ * InfiniBand/RoCE ports of this node the job's new steps should leave out of
+ * NCCL_IB_HCA. A port is degraded, for the rest of the job, once a window shows
+ * it not ACTIVE/LinkUp, link_downed or link_error_recovery moving, or at least
+ * FM_HEALTH_STEER_ERRORS symbol/receive errors. Every port degraded: nothing is
+ * excluded (NCCL would fall back to TCP sockets, worse than a degraded rail).
+ */
+#define FM_HEALTH_STEER_ERRORS 10
+#define FM_HEALTH_STEER_PORTS 32
+/* "mlx5_1:1,mlx5_3:1" and room for the terminator */
+#define FM_HEALTH_STEER_MAX (FM_HEALTH_STEER_PORTS * (FM_HEALTH_NAME_MAX + 5))
+
+typedef struct fm_health_steer fm_health_steer_t;
+
+/* The file the plugin reads at task start: path, removed here (a restarted
+ * agent decides afresh) and written atomically (mode 0644) whenever the
+ * exclusion changes. NULL/ENOMEM.
+ */
+fm_health_steer_t *fm_health_steer_create (const char *path);
+void fm_health_steer_destroy (fm_health_steer_t *st); /* NULL-safe */
+/* Take this window's records. 1 when the exclusion changed (and the file was
+ * rewritten), 0 when not, -1/errno when the file could not be written (the
+ * next update tries again).
+ */
+int fm_health_steer_update (fm_health_steer_t *st, const fm_health_set_t *set);
+/* The current exclusion, "" when none. */
+const char *fm_health_steer_exclude (const fm_health_steer_t *st);
 
 #endif /* FM_AGENT_HEALTH_H */

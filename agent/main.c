@@ -49,6 +49,8 @@ static const char usage_text[] =
     "  --clock EST         clock estimator, huygens (default) or naive\n"
     "  --clock-page PATH   publish job time in file PATH instead of the job's\n"
     "                      shared memory page (tests: several agents per host)\n"
+    "  --health-root DIR   read sysfs health (net, infiniband) under DIR instead\n"
+    "                      of / (recorded trees, tests); %n stands for NAME\n"
     "  --summary           print the job's fabric summary and exit\n"
     "  --output FILE       with --summary: append to FILE (must exist) instead of "
     "stdout\n"
@@ -85,6 +87,7 @@ enum {
     OPT_WAIT,
     OPT_CLOCK,
     OPT_CLOCK_PAGE,
+    OPT_HEALTH_ROOT,
     OPT_HELP,
 };
 
@@ -110,6 +113,7 @@ static const struct option longopts[] = {
     {"mode", required_argument, NULL, OPT_MODE},
     {"clock", required_argument, NULL, OPT_CLOCK},
     {"clock-page", required_argument, NULL, OPT_CLOCK_PAGE},
+    {"health-root", required_argument, NULL, OPT_HEALTH_ROOT},
     {"wait", required_argument, NULL, OPT_WAIT},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
@@ -126,6 +130,32 @@ static int parse_int (const char *s, long long min, long long max, long long *ou
         return -1;
     }
     *out = v;
+    return 0;
+}
+
+/* tmpl with every "%n" replaced by node (one tree per node of a test
+ * cluster that shares one file system). 0, or -1 when it does not fit.
+ */
+static int expand_node (const char *tmpl, const char *node, char *buf, size_t size)
+{
+    size_t off = 0, nlen = strlen (node);
+
+    for (const char *p = tmpl; *p; p++) {
+        if (p[0] == '%' && p[1] == 'n') {
+            if (off + nlen >= size) {
+                return -1;
+            }
+            memcpy (buf + off, node, nlen);
+            off += nlen;
+            p++;
+        } else {
+            if (off + 1 >= size) {
+                return -1;
+            }
+            buf[off++] = *p;
+        }
+    }
+    buf[off] = '\0';
     return 0;
 }
 
@@ -156,7 +186,8 @@ int main (int argc, char **argv)
     int64_t wait_ns = 0;
     bool summary = false, have_job = false;
     const char *output = NULL, *vclock;
-    char statedir[256];
+    /* the collectors' sysfs paths have room for a root of this size */
+    char statedir[256], health_root[256];
     int level = LOG_INFO, c, rc;
     long long v;
     fm_error_t err;
@@ -280,6 +311,15 @@ int main (int argc, char **argv)
             }
             cfg.clock_page = optarg;
             break;
+        case OPT_HEALTH_ROOT:
+            if (optarg[0] != '/' || strlen (optarg) >= sizeof (health_root)) {
+                die_usage ("--health-root wants an absolute path of at most %zu "
+                           "characters, not '%s'",
+                           sizeof (health_root) - 1,
+                           optarg);
+            }
+            cfg.health_root = optarg;
+            break;
         case OPT_WAIT:
             if (fm_duration_parse (optarg, &wait_ns) < 0 || wait_ns < 0
                 || wait_ns > 3600 * FM_NSEC_PER_SEC) {
@@ -322,6 +362,13 @@ int main (int argc, char **argv)
     }
     if (strlen (cfg.job_nodes) > FM_API_JOB_NODES_MAX) {
         die_usage ("%s", "--nodes is longer than 4096 characters");
+    }
+    if (cfg.health_root && strstr (cfg.health_root, "%n")) {
+        if (expand_node (cfg.health_root, cfg.node, health_root, sizeof (health_root))
+            < 0) {
+            die_usage ("--health-root: too long with node %s", cfg.node);
+        }
+        cfg.health_root = health_root;
     }
     if (!cfg.statedir) {
         snprintf (statedir,

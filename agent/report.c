@@ -71,11 +71,13 @@ json_t *fm_report_window (uint64_t seq,
                           const fm_report_clock_t *clock,
                           const char *const *peers,
                           const fm_linkstats_t *stats,
-                          size_t n)
+                          size_t n,
+                          json_t *health)
 {
     json_t *w, *links;
 
     if (!(links = json_array ())) {
+        json_decref (health);
         goto nomem;
     }
     for (size_t i = 0; i < n; i++) {
@@ -93,6 +95,7 @@ json_t *fm_report_window (uint64_t seq,
         if (json_array_append_new (links, out) < 0
             || json_array_append_new (links, in) < 0) {
             json_decref (links);
+            json_decref (health);
             goto nomem;
         }
     }
@@ -105,7 +108,16 @@ json_t *fm_report_window (uint64_t seq,
                    (json_int_t)end_ns,
                    "links",
                    links);
-    if (w && clock && clock->valid) {
+    if (!w) {
+        json_decref (health);
+        goto nomem;
+    }
+    /* set_new takes the reference also when it fails */
+    if (health && json_object_set_new (w, "health", health) < 0) {
+        json_decref (w);
+        goto nomem;
+    }
+    if (clock && clock->valid) {
         double drift = clock->drift_ppb;
         json_t *c;
         if (!(drift >= -FM_REPORT_DRIFT_MAX_PPB)) {
@@ -126,9 +138,6 @@ json_t *fm_report_window (uint64_t seq,
             json_decref (w);
             goto nomem;
         }
-    }
-    if (!w) {
-        goto nomem;
     }
     return w;
 nomem:

@@ -25,7 +25,8 @@ typedef struct {
 
 /* One window object of POST /v1/reports (doc/api.md): for each target peer
  * an `out` and an `in` link entry built from stats[i]. Values are clamped to
- * the API's ranges. NULL/ENOMEM.
+ * the API's ranges. health (may be NULL: none) is the window's health array
+ * (doc/health.md); the reference is taken, also on failure. NULL/ENOMEM.
  */
 json_t *fm_report_window (uint64_t seq,
                           int64_t start_ns,
@@ -33,7 +34,8 @@ json_t *fm_report_window (uint64_t seq,
                           const fm_report_clock_t *clock,
                           const char *const *peers,
                           const fm_linkstats_t *stats,
-                          size_t n);
+                          size_t n,
+                          json_t *health);
 
 /* This node's clock from the estimate of the reference node's clock
  * (theta = reference - local): invalid unless the estimate is.

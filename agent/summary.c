@@ -36,6 +36,180 @@ static void fmt_ns (json_t *v, char *buf, size_t len)
     }
 }
 
+/* A string from the daemon as one safe line of the job's output: control
+ * characters (a newline would forge a line) become '?', at most len-1 bytes.
+ */
+static void clean (const char *in, char *out, size_t len)
+{
+    size_t i = 0;
+
+    for (; in && in[i] && i + 1 < len; i++) {
+        unsigned char c = (unsigned char)in[i];
+        out[i] = c < 0x20 || c == 0x7f ? '?' : (char)c;
+    }
+    out[i] = '\0';
+}
+
+/* "12:00:03", local time of at_ns. */
+static void fmt_clock (json_int_t at_ns, char *buf, size_t len)
+{
+    time_t t = (time_t)(at_ns / 1000000000LL);
+    struct tm tm;
+
+    if (at_ns <= 0 || !localtime_r (&t, &tm)
+        || strftime (buf, len, "%H:%M:%S", &tm) == 0) {
+        snprintf (buf, len, "-");
+    }
+}
+
+/* The `actions` array: what fabricd did, or would have done, about the job's
+ * nodes. -1 when it is not the documented array.
+ */
+static int print_actions (FILE *fp, json_t *actions)
+{
+    json_t *a;
+    size_t i;
+
+    if (!actions) {
+        return 0;
+    }
+    if (!json_is_array (actions)) {
+        return -1;
+    }
+    json_array_foreach (actions, i, a) {
+        const char *kind, *node, *reason, *result;
+        json_int_t at;
+        char when[16], k[32], n[72], r[256], res[32];
+
+        if (json_unpack (a,
+                         "{s:I, s:s, s:s, s:s, s:s}",
+                         "at_ns",
+                         &at,
+                         "kind",
+                         &kind,
+                         "node",
+                         &node,
+                         "reason",
+                         &reason,
+                         "result",
+                         &result)
+            < 0) {
+            return -1;
+        }
+        if (i == FM_SUMMARY_MAX_ACTIONS) {
+            fprintf (fp,
+                     PFX "... %zu more actions (fabricctl actions)\n",
+                     json_array_size (actions) - i);
+            break;
+        }
+        fmt_clock (at, when, sizeof (when));
+        clean (kind, k, sizeof (k));
+        clean (node, n, sizeof (n));
+        clean (reason, r, sizeof (r));
+        clean (result, res, sizeof (res));
+        fprintf (fp, PFX "action %s %s %s: %s (%s)\n", when, k, n, r, res);
+    }
+    return 0;
+}
+
+/* What one health record of a node's latest window says that a user should
+ * know; nothing for records that say all is well.
+ */
+static void print_record (FILE *fp, const char *node, json_t *r)
+{
+    const char *type = json_string_value (json_object_get (r, "type"));
+    char a[72], b[72], c[72];
+
+    if (!type) {
+        return;
+    }
+    if (strcmp (type, "steer") == 0) {
+        clean (json_string_value (json_object_get (r, "exclude")), a, sizeof (a));
+        fprintf (fp,
+                 PFX "steering %s: NCCL_IB_HCA=^=%s for steps started after the "
+                     "port degraded (degraded HCA ports left out)\n",
+                 node,
+                 a);
+    } else if (strcmp (type, "ib_port") == 0) {
+        const char *st = json_string_value (json_object_get (r, "state"));
+        json_int_t downed = json_integer_value (json_object_get (r, "link_downed"));
+        if ((st && strcmp (st, "ACTIVE") != 0) || downed > 0) {
+            clean (json_string_value (json_object_get (r, "device")), a, sizeof (a));
+            clean (st, b, sizeof (b));
+            clean (
+                json_string_value (json_object_get (r, "phys_state")), c, sizeof (c));
+            fprintf (fp,
+                     PFX "health %s: %s port %" JSON_INTEGER_FORMAT
+                         " %s (%s), link_downed +%" JSON_INTEGER_FORMAT "\n",
+                     node,
+                     a,
+                     json_integer_value (json_object_get (r, "port")),
+                     b,
+                     c,
+                     downed);
+        }
+    } else if (strcmp (type, "nic") == 0) {
+        json_int_t flaps = json_integer_value (json_object_get (r, "carrier_changes"));
+        if (json_is_false (json_object_get (r, "link_up")) || flaps > 0) {
+            clean (json_string_value (json_object_get (r, "name")), a, sizeof (a));
+            fprintf (fp,
+                     PFX "health %s: %s link %s, %" JSON_INTEGER_FORMAT
+                         " carrier changes\n",
+                     node,
+                     a,
+                     json_is_true (json_object_get (r, "link_up")) ? "up" : "down",
+                     flaps);
+        }
+    } else if (strcmp (type, "xid") == 0) {
+        const char *cls = json_string_value (json_object_get (r, "class"));
+        /* the application's own XIDs are the job's to read in its logs */
+        if (cls && strcmp (cls, "application") != 0 && strcmp (cls, "info") != 0) {
+            clean (json_string_value (json_object_get (r, "device")), a, sizeof (a));
+            clean (cls, b, sizeof (b));
+            clean (json_string_value (json_object_get (r, "action")), c, sizeof (c));
+            fprintf (fp,
+                     PFX "health %s: GPU %s XID %" JSON_INTEGER_FORMAT
+                         " x%" JSON_INTEGER_FORMAT " (%s, %s)\n",
+                     node,
+                     a,
+                     json_integer_value (json_object_get (r, "xid")),
+                     json_integer_value (json_object_get (r, "count")),
+                     b,
+                     c);
+        }
+    }
+}
+
+/* The optional `health` array: per node of the job, its latest window's
+ * health records (doc/health.md "In the job summary"). -1 when malformed.
+ */
+static int print_health (FILE *fp, json_t *health)
+{
+    json_t *h, *recs, *r;
+    size_t i, j;
+
+    if (!health) {
+        return 0;
+    }
+    if (!json_is_array (health)) {
+        return -1;
+    }
+    json_array_foreach (health, i, h) {
+        const char *node;
+        char n[72];
+
+        if (json_unpack (h, "{s:s, s:o}", "node", &node, "health", &recs) < 0
+            || !json_is_array (recs)) {
+            return -1;
+        }
+        clean (node, n, sizeof (n));
+        json_array_foreach (recs, j, r) {
+            print_record (fp, n, r);
+        }
+    }
+    return 0;
+}
+
 char *fm_summary_format (json_t *summary, fm_error_t *err)
 {
     json_int_t job_id, windows, records;
@@ -140,6 +314,15 @@ char *fm_summary_format (json_t *summary, fm_error_t *err)
                  r99,
                  o50,
                  o99);
+    }
+    if (print_health (fp, json_object_get (summary, "health")) < 0
+        || print_actions (fp, json_object_get (summary, "actions")) < 0) {
+        fclose (fp);
+        free (buf);
+        errno = EPROTO;
+        fm_errprintf (err,
+                      "the summary's health or actions are not the documented arrays");
+        return NULL;
     }
     if (fclose (fp) != 0) {
         free (buf);

@@ -11,10 +11,13 @@
 
 /* Lines shown at most; the links come worst first. */
 #define FM_SUMMARY_MAX_LINKS 40
+#define FM_SUMMARY_MAX_ACTIONS 40
 
 /* Render the answer of GET /v1/jobs/{id}/summary as text for a job's output
- * file, every line prefixed "fabric-monitor: ". Returns a malloc'd string,
- * or NULL/EPROTO with err when the answer is not the documented object.
+ * file, every line prefixed "fabric-monitor: ": the links, then when present
+ * the nodes' health and steering (`health`, doc/health.md) and fabricd's
+ * `actions`, one line each. Returns a malloc'd string, or NULL/EPROTO with err
+ * when the answer is not the documented object.
  */
 char *fm_summary_format (json_t *summary, fm_error_t *err);
 

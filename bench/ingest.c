@@ -6,6 +6,10 @@
 /* Load generator for POST /v1/reports: simulated agents of one job post batches
  * of windows; prints records/s, request latency quantiles and CPU seconds per
  * million link-window records (fabricd's when --pid is given, and our own).
+ * With --agents N, N agents run concurrently, each on its own connection and
+ * at a real agent's pace (one window per --interval); errors are counted, not
+ * fatal, and fabricd's resident memory is sampled (with --pid) to show whether
+ * it stays bounded.
  */
 
 #include <errno.h>
@@ -18,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -37,10 +42,13 @@ typedef struct {
     int64_t requests; /* total; 0 with duration */
     double duration_s;
     bool retry; /* resend a batch until it is acknowledged */
-    FILE *ack;  /* "node seq" per acknowledged window */
+    int agents; /* paced mode: this many concurrent agents (0: as fast as possible) */
+    double interval_s; /* paced mode: one batch per agent this often */
+    FILE *ack;         /* "node seq" per acknowledged window */
     pthread_mutex_t lock;
     int64_t next_request;
     int64_t records, acked_windows, failures;
+    int64_t http_errors, net_errors; /* paced mode: non-200 answers, transport errors */
     int64_t *lat_ns;
     size_t nlat, lat_cap;
     int64_t t_end;
@@ -66,6 +74,11 @@ static unsigned rnd (unsigned *s)
     *s = *s * 1103515245u + 12345u;
     return (*s >> 8) & 0xffffff;
 }
+
+/* Paced mode: worker threads need little stack, and a thousand of them fit. */
+#define AGENT_STACK (256 * 1024)
+/* Paced mode: a report of this many peers, as a real agent's in a large job. */
+#define AGENT_PEERS 10
 
 static int
 post (worker_t *w, const char *path, const char *body, size_t len, long *code)
@@ -268,6 +281,126 @@ static void *run (void *arg)
     return NULL;
 }
 
+static void sleep_until (int64_t mono_ns)
+{
+    struct timespec ts = {.tv_sec = mono_ns / FM_NSEC_PER_SEC,
+                          .tv_nsec = mono_ns % FM_NSEC_PER_SEC};
+
+    while (clock_nanosleep (CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+    }
+}
+
+/* One agent at a real agent's pace: a batch every interval, the first one at a
+ * random point of the first interval so that the agents do not post in step.
+ */
+static void *run_paced (void *arg)
+{
+    worker_t *w = arg;
+    bench_t *b = w->b;
+    int64_t interval = (int64_t)(b->interval_s * 1e9);
+    int64_t next =
+        fm_time_mono_ns () + (int64_t)(rnd (&w->rnd) % 1000) * interval / 1000;
+
+    for (;; next += interval) {
+        size_t len;
+        long code = 0;
+        int64_t t0, dt;
+        int rc;
+
+        if (next >= b->t_end) {
+            break;
+        }
+        sleep_until (next);
+        len = batch (w, w->first_node, w->seq[0], fm_time_real_ns ());
+        t0 = fm_time_mono_ns ();
+        rc = post (w, "/v1/reports", w->buf, len, &code);
+        dt = fm_time_mono_ns () - t0;
+        pthread_mutex_lock (&b->lock);
+        if (rc < 0 || code != 200) {
+            b->failures++;
+            if (rc < 0) {
+                b->net_errors++;
+            } else {
+                b->http_errors++;
+            }
+        } else {
+            b->records += (int64_t)b->windows * b->peers * 2;
+            b->acked_windows += b->windows;
+            w->seq[0] += b->windows;
+        }
+        /* failed requests count in the latency too: a slow refusal is slow */
+        if (b->nlat == b->lat_cap) {
+            b->lat_cap = b->lat_cap ? b->lat_cap * 2 : 4096;
+            if (!(b->lat_ns = realloc (b->lat_ns, b->lat_cap * sizeof (int64_t)))) {
+                fprintf (stderr, "ingest: out of memory\n");
+                exit (1);
+            }
+        }
+        b->lat_ns[b->nlat++] = dt;
+        pthread_mutex_unlock (&b->lock);
+    }
+    return NULL;
+}
+
+/* Resident set of pid in KiB, or -1. */
+static long proc_rss_kib (long pid)
+{
+    char path[64], line[256];
+    long kib = -1;
+    FILE *fp;
+
+    snprintf (path, sizeof (path), "/proc/%ld/status", pid);
+    if (!(fp = fopen (path, "r"))) {
+        return -1;
+    }
+    while (fgets (line, sizeof (line), fp)) {
+        if (sscanf (line, "VmRSS: %ld kB", &kib) == 1) {
+            break;
+        }
+    }
+    fclose (fp);
+    return kib;
+}
+
+typedef struct {
+    long pid;
+    long start, max, end; /* KiB */
+    long at_min[64];      /* one sample a minute, for the trend */
+    int nmin;
+    pthread_mutex_t lock;
+    bool stop;
+} rss_t;
+
+static void *sample_rss (void *arg)
+{
+    rss_t *r = arg;
+    int64_t t0 = fm_time_mono_ns (), next = t0;
+
+    for (;;) {
+        long kib = proc_rss_kib (r->pid);
+        bool stop;
+
+        pthread_mutex_lock (&r->lock);
+        if (kib >= 0) {
+            if (r->start < 0) {
+                r->start = kib;
+            }
+            r->max = kib > r->max ? kib : r->max;
+            r->end = kib;
+            if ((next - t0) / (60 * FM_NSEC_PER_SEC) >= r->nmin && r->nmin < 64) {
+                r->at_min[r->nmin++] = kib;
+            }
+        }
+        stop = r->stop;
+        pthread_mutex_unlock (&r->lock);
+        if (stop) {
+            return NULL;
+        }
+        next += FM_NSEC_PER_SEC;
+        sleep_until (next);
+    }
+}
+
 static int register_nodes (worker_t *w)
 {
     bench_t *b = w->b;
@@ -355,7 +488,14 @@ static void usage (FILE *fp)
         "  --duration S        send for S seconds instead\n"
         "  --pid PID           report fabricd's CPU time\n"
         "  --retry             resend a batch until acknowledged (kill -9 tests)\n"
-        "  --ack-log FILE      append \"node seq\" for every acknowledged window\n",
+        "  --ack-log FILE      append \"node seq\" for every acknowledged window\n"
+        "  --agents N          N concurrent agents (job of N nodes, 10 peers, 1 "
+        "window\n"
+        "                      per request), each on its own connection, at one\n"
+        "                      request per --interval, for --duration S; errors are\n"
+        "                      counted, and with --pid fabricd's RSS is sampled\n"
+        "  --interval S        with --agents: seconds between an agent's reports "
+        "(default 5)\n",
         FM_API_DEFAULT_URL);
 }
 
@@ -374,6 +514,8 @@ int main (int argc, char **argv)
         {"pid", required_argument, NULL, 'P'},
         {"retry", no_argument, NULL, 'R'},
         {"ack-log", required_argument, NULL, 'a'},
+        {"agents", required_argument, NULL, 'A'},
+        {"interval", required_argument, NULL, 'I'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -383,7 +525,11 @@ int main (int argc, char **argv)
                  .peers = -1,
                  .windows = 16,
                  .threads = 2,
-                 .requests = 400};
+                 .requests = 400,
+                 .interval_s = 5};
+    rss_t rss = {.start = -1, .max = -1, .end = -1};
+    pthread_t rss_tid;
+    pthread_attr_t attr;
     long pid = 0;
     worker_t *w;
     pthread_t *tid;
@@ -434,12 +580,32 @@ int main (int argc, char **argv)
                 return 1;
             }
             break;
+        case 'A':
+            b.agents = atoi (optarg);
+            break;
+        case 'I':
+            b.interval_s = atof (optarg);
+            break;
         case 'h':
             usage (stdout);
             return 0;
         default:
             usage (stderr);
             return 2;
+        }
+    }
+    if (b.agents != 0) {
+        if (b.agents < 2 || b.agents > 100000 || b.duration_s <= 0
+            || b.interval_s <= 0) {
+            fprintf (stderr,
+                     "ingest: --agents needs 2..100000, --duration, --interval\n");
+            usage (stderr);
+            return 2;
+        }
+        b.nodes = b.threads = b.agents;
+        b.windows = 1;
+        if (b.peers < 0) {
+            b.peers = b.nodes - 1 < AGENT_PEERS ? b.nodes - 1 : AGENT_PEERS;
         }
     }
     if (b.peers < 0) {
@@ -464,7 +630,7 @@ int main (int argc, char **argv)
         w[i].nnodes = (i + 1) * b.nodes / b.threads - w[i].first_node;
         w[i].seq = calloc ((size_t)w[i].nnodes, sizeof (int64_t));
         w[i].curl = curl_easy_init ();
-        w[i].cap = 1 << 16;
+        w[i].cap = b.agents ? 1 << 12 : 1 << 16;
         w[i].buf = malloc (w[i].cap);
         w[i].rnd = 12345u + (unsigned)i;
         if (!w[i].seq || !w[i].curl || !w[i].buf) {
@@ -478,16 +644,40 @@ int main (int argc, char **argv)
         fprintf (stderr, "ingest: cannot read the CPU time of pid %ld\n", pid);
         return 1;
     }
+    if (pid > 0) {
+        rss.pid = pid;
+        pthread_mutex_init (&rss.lock, NULL);
+        if (pthread_create (&rss_tid, NULL, sample_rss, &rss) != 0) {
+            fprintf (stderr, "ingest: cannot start the RSS sampler\n");
+            return 1;
+        }
+    }
     self0 = self_cpu ();
     t0 = fm_time_mono_ns ();
     b.t_end = t0 + (int64_t)(b.duration_s * 1e9);
-    for (int i = 0; i < b.threads; i++) {
-        pthread_create (&tid[i], NULL, run, &w[i]);
+    pthread_attr_init (&attr);
+    if (b.agents) {
+        pthread_attr_setstacksize (&attr, AGENT_STACK);
     }
+    for (int i = 0; i < b.threads; i++) {
+        int e = pthread_create (&tid[i], &attr, b.agents ? run_paced : run, &w[i]);
+        if (e != 0) {
+            fprintf (stderr, "ingest: cannot start thread %d: %s\n", i, strerror (e));
+            return 1;
+        }
+    }
+    pthread_attr_destroy (&attr);
     for (int i = 0; i < b.threads; i++) {
         pthread_join (tid[i], NULL);
     }
     elapsed = (fm_time_mono_ns () - t0) / 1e9;
+    if (pid > 0) {
+        pthread_mutex_lock (&rss.lock);
+        rss.stop = true;
+        pthread_mutex_unlock (&rss.lock);
+        pthread_join (rss_tid, NULL);
+        pthread_mutex_destroy (&rss.lock);
+    }
     qsort (b.lat_ns, b.nlat, sizeof (int64_t), cmp64);
     printf ("requests %zu windows %" PRId64 " records %" PRId64 " (%d per request)"
             " failures %" PRId64 " elapsed %.3f s\n",
@@ -498,6 +688,25 @@ int main (int argc, char **argv)
             b.failures,
             elapsed);
     printf ("records/s %.0f\n", b.records / elapsed);
+    if (b.agents) {
+        printf ("agents %d interval %.3g s errors %" PRId64 " (http %" PRId64
+                ", transport %" PRId64 ")\n",
+                b.agents,
+                b.interval_s,
+                b.failures,
+                b.http_errors,
+                b.net_errors);
+    }
+    if (pid > 0 && rss.start >= 0) {
+        printf ("fabricd rss start %ld KiB max %ld KiB end %ld KiB; per minute:",
+                rss.start,
+                rss.max,
+                rss.end);
+        for (int i = 0; i < rss.nmin; i++) {
+            printf (" %ld", rss.at_min[i]);
+        }
+        printf ("\n");
+    }
     if (b.nlat > 0) {
         printf ("latency p50 %.3f ms p99 %.3f ms\n",
                 b.lat_ns[b.nlat / 2] / 1e6,
@@ -524,5 +733,5 @@ int main (int argc, char **argv)
         fclose (b.ack);
     }
     curl_global_cleanup ();
-    return 0;
+    return b.agents && b.failures > 0 ? 1 : 0;
 }

@@ -21,6 +21,7 @@
 #include "timeutil.h"
 #include "authcred.h"
 #include "dconf.h"
+#include "watch.h"
 
 #define DEFAULT_CONFIG FM_SYSCONFDIR "/fabric-monitor/fabricd.conf"
 #define MAX_ANSWER (64 * 1024 * 1024)
@@ -74,30 +75,41 @@ static size_t collect (char *p, size_t size, size_t n, void *arg)
     return len;
 }
 
-/* GET path; dies with a clear message on any failure. */
-static json_t *get (const ctl_t *c, const char *path)
+/* METHOD path with an optional JSON body; dies with a clear message on any
+ * failure. With soft, an HTTP error answer returns NULL instead (the command
+ * goes on without that part).
+ */
+static json_t *
+request (const ctl_t *c, const char *method, const char *path, json_t *body, bool soft)
 {
     char url[1024], errbuf[CURL_ERROR_SIZE] = "";
     answer_t a = {0};
     struct curl_slist *h = NULL;
     json_error_t jerr;
     fm_error_t err;
-    char *auth, *line;
+    char *auth, *line, *text = NULL;
     long code = 0;
     json_t *o;
     CURL *curl;
     CURLcode rc;
 
+    if (body && !(text = json_dumps (body, JSON_COMPACT))) {
+        die ("out of memory");
+    }
     /* Without a credential the request still goes out: fabricd --insecure-local
      * needs none, and any other fabricd answers 401, explained below.
      */
-    if ((auth = fm_authcred_header ("GET", path, NULL, 0, c->socket, &err))) {
+    if ((auth = fm_authcred_header (
+             method, path, text, text ? strlen (text) : 0, c->socket, &err))) {
         if (asprintf (&line, "Authorization: %s", auth) < 0) {
             die ("out of memory");
         }
         free (auth);
         h = curl_slist_append (h, line);
         free (line);
+    }
+    if (text) {
+        h = curl_slist_append (h, "Content-Type: application/json");
     }
     snprintf (url, sizeof (url), "%s%s", c->url, path);
     if (!(curl = curl_easy_init ())) {
@@ -108,12 +120,18 @@ static json_t *get (const ctl_t *c, const char *path)
     curl_easy_setopt (curl, CURLOPT_WRITEFUNCTION, collect);
     curl_easy_setopt (curl, CURLOPT_WRITEDATA, &a);
     curl_easy_setopt (curl, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt (curl, CURLOPT_TIMEOUT, 30L);
+    /* a drain waits for the fabric loop and Slurm */
+    curl_easy_setopt (curl, CURLOPT_TIMEOUT, text ? 90L : 30L);
     curl_easy_setopt (curl, CURLOPT_CONNECTTIMEOUT, 5L);
+    if (text) {
+        curl_easy_setopt (curl, CURLOPT_POSTFIELDS, text);
+        curl_easy_setopt (curl, CURLOPT_POSTFIELDSIZE, (long)strlen (text));
+    }
     rc = curl_easy_perform (curl);
     curl_easy_getinfo (curl, CURLINFO_RESPONSE_CODE, &code);
     curl_easy_cleanup (curl);
     curl_slist_free_all (h);
+    free (text);
     if (rc != CURLE_OK) {
         if (rc == CURLE_COULDNT_CONNECT) {
             die ("cannot reach fabricd at %s: %s (is fabricd running?)",
@@ -133,6 +151,10 @@ static json_t *get (const ctl_t *c, const char *path)
     }
     if (code < 200 || code > 299) {
         const char *msg = NULL, *ecode = NULL;
+        if (soft) {
+            json_decref (o);
+            return NULL;
+        }
         json_unpack (o, "{s:{s?s, s?s}}", "error", "code", &ecode, "message", &msg);
         if (code == 401 && !auth) {
             die ("%s: HTTP 401: cannot create a munge credential: %s", path, err.text);
@@ -144,6 +166,11 @@ static json_t *get (const ctl_t *c, const char *path)
              msg ? msg : "(no message)");
     }
     return o;
+}
+
+static json_t *get (const ctl_t *c, const char *path)
+{
+    return request (c, "GET", path, NULL, false);
 }
 
 /* An aligned table: cells are copied. */
@@ -266,6 +293,24 @@ static void print_json (json_t *o)
     free (s);
 }
 
+static const char *str (json_t *o, const char *key)
+{
+    const char *v = json_string_value (json_object_get (o, key));
+
+    return v ? v : "-";
+}
+
+static void fmt_time (json_t *v, char *buf, size_t len)
+{
+    time_t t = (time_t)(json_integer_value (v) / FM_NSEC_PER_SEC);
+    struct tm tm;
+
+    if (!json_is_integer (v) || !localtime_r (&t, &tm)
+        || !strftime (buf, len, "%Y-%m-%d %H:%M:%S", &tm)) {
+        snprintf (buf, len, "-");
+    }
+}
+
 static void links_table (json_t *links)
 {
     table_t t = {.ncols = 11};
@@ -284,8 +329,7 @@ static void links_table (json_t *links)
          "RTT_P99",
          "OWD_P50",
          "OWD_P99");
-    json_array_foreach (links, i, l)
-    {
+    json_array_foreach (links, i, l) {
         char b[8][32];
         row (&t,
              json_string_value (json_object_get (l, "src")),
@@ -327,7 +371,35 @@ static void cmd_status (const ctl_t *c)
         row (&t, "records:", fmt_int (json_object_get (st, "records"), b[4], 32));
         row (&t, "ingested:", fmt_int (json_object_get (in, "records"), b[5], 32));
         row (&t, "rejected:", fmt_int (json_object_get (in, "rejected"), b[6], 32));
-        table_print (&t);
+        json_t *f = request (c, "GET", "/v1/fabric", NULL, true);
+        if (f) {
+            json_t *bl = json_object_get (f, "blast"), *el;
+            size_t i, bad = 0;
+            json_array_foreach (json_object_get (f, "elements"), i, el) {
+                bad += strcmp (str (el, "state"), "healthy") != 0;
+            }
+            snprintf (b[7], 32, "%zu not healthy", bad);
+            row (&t, "fabric:", b[7]);
+            row (&t,
+                 "fabric drains:",
+                 fmt_int (json_object_get (bl, "drained"), b[0], 32));
+            row (&t,
+                 "alarms (1 h):",
+                 fmt_int (json_object_get (bl, "alarms_active"), b[1], 32));
+            table_print (&t);
+            json_array_foreach (json_object_get (f, "alarms"), i, el) {
+                char when[32];
+                if (i == 5) {
+                    break;
+                }
+                fmt_time (json_object_get (el, "at_ns"), when, sizeof (when));
+                printf (
+                    "alarm %s %s: %s\n", when, str (el, "element"), str (el, "text"));
+            }
+            json_decref (f);
+        } else {
+            table_print (&t);
+        }
     }
     json_decref (o);
 }
@@ -354,8 +426,7 @@ static void cmd_nodes (const ctl_t *c)
          "RTT_P99_MAX",
          "CLOCK_OFFSET",
          "HEALTH");
-    json_array_foreach (json_object_get (o, "nodes"), i, n)
-    {
+    json_array_foreach (json_object_get (o, "nodes"), i, n) {
         char b[8][32];
         snprintf (
             b[6], 32, "%zu records", json_array_size (json_object_get (n, "health")));
@@ -426,8 +497,7 @@ static void cmd_job (const ctl_t *c, const char *id)
             fmt_int (json_object_get (sum, "windows"), b[2], 32),
             fmt_int (json_object_get (sum, "records"), b[3], 32));
     row (&t, "AGENT", "NODE", "PROBE", "REGISTERED", "LAST_SEQ", "WINDOWS");
-    json_array_foreach (json_object_get (job, "agents"), i, a)
-    {
+    json_array_foreach (json_object_get (job, "agents"), i, a) {
         char probe[96];
         snprintf (probe,
                   sizeof (probe),
@@ -447,6 +517,226 @@ static void cmd_job (const ctl_t *c, const char *id)
     links_table (json_object_get (sum, "links"));
     json_decref (job);
     json_decref (sum);
+}
+
+static void actions_table (json_t *actions)
+{
+    table_t t = {.ncols = 6};
+    size_t i;
+    json_t *a;
+
+    row (&t, "TIME", "ACTION", "NODE", "JOB", "RESULT", "REASON");
+    json_array_foreach (actions, i, a) {
+        char when[32], job[32], result[96];
+        fmt_time (json_object_get (a, "at_ns"), when, sizeof (when));
+        fmt_int (json_object_get (a, "job_id"), job, sizeof (job));
+        snprintf (result,
+                  sizeof (result),
+                  "%s%s",
+                  str (a, "result"),
+                  json_is_true (json_object_get (a, "dry_run"))
+                          && strcmp (str (a, "result"), "dry_run") != 0
+                      ? " (dry run)"
+                      : "");
+        row (&t,
+             when,
+             str (a, "kind"),
+             json_is_string (json_object_get (a, "node")) ? str (a, "node")
+                                                          : str (a, "element"),
+             job,
+             result,
+             str (a, "reason"));
+    }
+    table_print (&t);
+}
+
+static void cmd_drains (const ctl_t *c)
+{
+    json_t *o = get (c, "/v1/fabric"), *blast = json_object_get (o, "blast"), *n;
+    table_t t = {.ncols = 3};
+    size_t i;
+    char b[2][32];
+
+    if (c->json) {
+        print_json (json_object_get (o, "drained"));
+        json_decref (o);
+        return;
+    }
+    row (&t, "NODE", "BY", "REASON");
+    json_array_foreach (json_object_get (o, "drained"), i, n) {
+        row (&t,
+             str (n, "node"),
+             json_is_true (json_object_get (n, "manual")) ? "admin" : "fabricd",
+             str (n, "reason"));
+    }
+    table_print (&t);
+    printf ("\ndrained by fabricd: %s of at most %s%s\n",
+            fmt_int (json_object_get (blast, "drained"), b[0], 32),
+            fmt_int (json_object_get (blast, "limit"), b[1], 32),
+            json_is_true (json_object_get (o, "dry_run"))
+                ? " (dry run: nothing changes)"
+                : "");
+    json_decref (o);
+}
+
+static void cmd_drain (
+    const ctl_t *c, const char *node, const char *reason, bool force, bool resume)
+{
+    json_t *body = resume ? json_pack ("{s:s,s:b}", "node", node, "force", force)
+                          : json_pack ("{s:s,s:s}", "node", node, "reason", reason);
+    json_t *o;
+
+    if (!body) {
+        die ("out of memory");
+    }
+    o = request (c, "POST", resume ? "/v1/resume" : "/v1/drain", body, false);
+    json_decref (body);
+    if (c->json) {
+        print_json (o);
+    } else {
+        const char *r = str (o, "result");
+        printf ("%s %s: %s\n",
+                resume ? "resume" : "drain",
+                node,
+                strcmp (r, "already") == 0
+                    ? (resume ? "it was not drained" : "already drained by fabricd")
+                : strcmp (r, "foreign") == 0 ? "it has another reason: left as it is"
+                                             : r);
+    }
+    json_decref (o);
+}
+
+static void cmd_actions (const ctl_t *c, const char *job, const char *node)
+{
+    char path[256];
+    json_t *o;
+
+    snprintf (path,
+              sizeof (path),
+              "/v1/actions?limit=200%s%s%s%s",
+              job ? "&job=" : "",
+              job ? job : "",
+              node ? "&node=" : "",
+              node ? node : "");
+    o = get (c, path);
+    if (c->json) {
+        print_json (o);
+    } else {
+        actions_table (json_object_get (o, "actions"));
+    }
+    json_decref (o);
+}
+
+static void cmd_explain (const ctl_t *c, const char *name)
+{
+    char path[256];
+    json_t *o, *e, *d;
+
+    for (const char *p = name; *p; p++) {
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')
+              || (*p >= '0' && *p <= '9') || strchr ("-_.:", *p))) {
+            die ("'%s' is not a node or element name", name);
+        }
+    }
+    snprintf (path, sizeof (path), "/v1/explain?name=%s", name);
+    o = get (c, path);
+    if (c->json) {
+        print_json (o);
+        json_decref (o);
+        return;
+    }
+    e = json_object_get (o, "element");
+    d = json_object_get (o, "drained");
+    printf ("%s\n", str (o, "name"));
+    if (json_is_object (e)) {
+        char since[32];
+        fmt_time (json_object_get (e, "since_ns"), since, sizeof (since));
+        printf ("  state:    %s since %s (%s, %s side, score %.1f, %lld witnesses)\n",
+                str (e, "state"),
+                since,
+                str (e, "class"),
+                str (e, "side"),
+                json_real_value (json_object_get (e, "score")),
+                (long long)json_integer_value (json_object_get (e, "witnesses")));
+        printf ("  evidence: %s\n", str (e, "evidence"));
+        printf ("  windows:\n");
+        const char *x = str (e, "explain");
+        while (*x) {
+            const char *nl = strchr (x, '\n');
+            int len = nl ? (int)(nl - x) : (int)strlen (x);
+            printf ("    %.*s\n", len, x);
+            x += len + (nl != NULL);
+        }
+    } else {
+        printf ("  state:    healthy (no evidence against it in the recent windows)\n");
+    }
+    if (json_is_object (d)) {
+        printf ("  slurm:    drained: %s\n", str (d, "reason"));
+    }
+    printf ("\n");
+    actions_table (json_object_get (o, "actions"));
+    json_decref (o);
+}
+
+static void cmd_policy (const ctl_t *c)
+{
+    json_t *o = get (c, "/v1/fabric"), *p = json_object_get (o, "policy"),
+           *b = json_object_get (o, "blast"), *a;
+    table_t t = {.ncols = 2};
+    char v[16][32];
+    size_t i;
+
+    if (c->json) {
+        print_json (o);
+        json_decref (o);
+        return;
+    }
+    snprintf (
+        v[0], 32, "%g", json_real_value (json_object_get (p, "max_drain_fraction")));
+    row (&t, "backend:", str (o, "backend"));
+    row (&t, "dry_run:", json_is_true (json_object_get (o, "dry_run")) ? "yes" : "no");
+    row (&t, "topology:", str (o, "topology"));
+    row (&t, "nodes:", fmt_int (json_object_get (o, "nodes"), v[1], 32));
+    row (&t, "window:", fmt_ns (json_object_get (o, "window_ns"), v[2], 32));
+    row (&t,
+         "auto_resume:",
+         json_is_true (json_object_get (p, "auto_resume")) ? "yes" : "no");
+    row (&t,
+         "resume_windows:",
+         fmt_int (json_object_get (p, "resume_windows"), v[3], 32));
+    row (&t,
+         "persist_windows:",
+         fmt_int (json_object_get (p, "persist_windows"), v[4], 32));
+    row (&t, "max_drain_fraction:", v[0]);
+    row (&t,
+         "max_drains_per_hour:",
+         fmt_int (json_object_get (p, "max_drains_per_hour"), v[5], 32));
+    row (&t,
+         "degraded_weight_add:",
+         fmt_int (json_object_get (p, "degraded_weight_add"), v[6], 32));
+    row (&t, "protect_signal:", str (p, "protect_signal"));
+    snprintf (
+        v[7], 32, "%s s", fmt_int (json_object_get (p, "protect_grace_s"), v[8], 32));
+    row (&t, "protect_grace:", v[7]);
+    snprintf (v[9],
+              32,
+              "%s of %s",
+              fmt_int (json_object_get (b, "drained"), v[10], 32),
+              fmt_int (json_object_get (b, "limit"), v[11], 32));
+    row (&t, "drained by fabricd:", v[9]);
+    row (
+        &t, "alarms (1 h):", fmt_int (json_object_get (b, "alarms_active"), v[12], 32));
+    table_print (&t);
+    json_array_foreach (json_object_get (o, "alarms"), i, a) {
+        char when[32];
+        fmt_time (json_object_get (a, "at_ns"), when, sizeof (when));
+        printf ("%salarm %s %s: %s\n",
+                i ? "" : "\n",
+                when,
+                str (a, "element"),
+                str (a, "text"));
+    }
+    json_decref (o);
 }
 
 /* URL and munge socket from fabricd's configuration, when it can be read. */
@@ -502,6 +792,19 @@ static void usage (FILE *fp)
              "  nodes             nodes and their latest report\n"
              "  links [--worst N] links, worst first\n"
              "  job ID            a job's agents and links\n"
+             "  drains            nodes drained with a fabric: reason\n"
+             "  drain NODE --reason TEXT\n"
+             "                    drain as \"fabric: manual: TEXT\" (never resumed by "
+             "fabricd)\n"
+             "  resume NODE [--force]\n"
+             "                    resume a fabric drain (--force: any reason)\n"
+             "  explain NODE|ELEMENT\n"
+             "                    the evidence chain and the decisions about it\n"
+             "  policy            the policy, blast-radius state and alarms\n"
+             "  actions [--job ID] [--node NODE]\n"
+             "                    what fabricd did and decided, newest first\n"
+             "  watch [--interval D] [--count N] [--worst N]\n"
+             "                    live view: unhealthy nodes, worst links\n"
              "Options:\n"
              "  -c, --config PATH    fabricd configuration to take the URL and munge "
              "socket\n"
@@ -522,12 +825,18 @@ int main (int argc, char **argv)
         {"munge-socket", required_argument, NULL, 'm'},
         {"json", no_argument, NULL, 'j'},
         {"worst", required_argument, NULL, 'w'},
+        {"reason", required_argument, NULL, 'r'},
+        {"force", no_argument, NULL, 'f'},
+        {"job", required_argument, NULL, 'J'},
+        {"node", required_argument, NULL, 'N'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     ctl_t c = {0};
     const char *config = NULL;
     const char *cmd;
+    const char *reason = NULL, *job = NULL, *node = NULL;
+    bool force = false;
     long worst = 0;
     int opt;
 
@@ -558,11 +867,26 @@ int main (int argc, char **argv)
         return 2;
     }
     cmd = argv[optind++];
-    if (strcmp (cmd, "links") == 0) {
-        /* Options after the command ("links --worst 5"). */
-        while ((opt = getopt_long (argc, argv, "+j", opts, NULL)) != -1) {
+    if (strcmp (cmd, "watch") != 0) {
+        /* Options after the command, before or after its arguments ("links
+         * --worst 5", "drain n1 --reason x"): parsed afresh (optind 0) over
+         * the command's own vector, in GNU order, so arguments end up last.
+         */
+        int first = optind - 1;
+        argc -= first;
+        argv += first;
+        optind = 0;
+        while ((opt = getopt_long (argc, argv, "j", opts, NULL)) != -1) {
             char *end;
-            if (opt == 'w') {
+            if (opt == 'r') {
+                reason = optarg;
+            } else if (opt == 'f') {
+                force = true;
+            } else if (opt == 'J') {
+                job = optarg;
+            } else if (opt == 'N') {
+                node = optarg;
+            } else if (opt == 'w') {
                 errno = 0;
                 worst = strtol (optarg, &end, 10);
                 if (errno != 0 || *end != '\0' || worst < 1 || worst > 10000) {
@@ -593,6 +917,23 @@ int main (int argc, char **argv)
         cmd_links (&c, worst);
     } else if (strcmp (cmd, "job") == 0 && optind + 1 == argc) {
         cmd_job (&c, argv[optind]);
+    } else if (strcmp (cmd, "drains") == 0 && optind == argc) {
+        cmd_drains (&c);
+    } else if (strcmp (cmd, "drain") == 0 && optind + 1 == argc) {
+        if (!reason || !*reason) {
+            die ("drain needs --reason TEXT (it becomes \"fabric: manual: TEXT\")");
+        }
+        cmd_drain (&c, argv[optind], reason, false, false);
+    } else if (strcmp (cmd, "resume") == 0 && optind + 1 == argc) {
+        cmd_drain (&c, argv[optind], NULL, force, true);
+    } else if (strcmp (cmd, "explain") == 0 && optind + 1 == argc) {
+        cmd_explain (&c, argv[optind]);
+    } else if (strcmp (cmd, "policy") == 0 && optind == argc) {
+        cmd_policy (&c);
+    } else if (strcmp (cmd, "actions") == 0 && optind == argc) {
+        cmd_actions (&c, job, node);
+    } else if (strcmp (cmd, "watch") == 0) {
+        fm_ctl_watch (c.url, c.socket, argc, argv);
     } else {
         fprintf (stderr, "fabricctl: unknown command or wrong arguments: %s\n", cmd);
         usage (stderr);

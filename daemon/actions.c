@@ -230,7 +230,7 @@ int fm_actions_drain (fm_actions_t *a,
     return FM_ACTIONS_DONE;
 }
 
-int fm_actions_resume (fm_actions_t *a, const char *node, fm_error_t *err)
+static int resume (fm_actions_t *a, const char *node, bool force, fm_error_t *err)
 {
     fm_node_info_t info;
 
@@ -244,7 +244,7 @@ int fm_actions_resume (fm_actions_t *a, const char *node, fm_error_t *err)
     if (!(info.state & (FM_NODE_DRAIN | FM_NODE_DOWN | FM_NODE_FAIL))) {
         return FM_ACTIONS_ALREADY;
     }
-    if (!reason_ours (info.reason)) {
+    if (!force && !reason_ours (info.reason)) {
         errno = EPERM;
         return fm_errprintf (err,
                              "not resuming %s: its reason is not ours: %s",
@@ -258,8 +258,21 @@ int fm_actions_resume (fm_actions_t *a, const char *node, fm_error_t *err)
     if (a->ops->node_update (a->impl, node, FM_NODE_UPDATE_RESUME, NULL, 0, err) < 0) {
         return -1;
     }
-    fm_notice ("actions: resumed %s (was: %s)", node, info.reason);
+    fm_notice ("actions: resumed %s%s (was: %s)",
+               node,
+               force && !reason_ours (info.reason) ? " by force" : "",
+               info.reason);
     return FM_ACTIONS_DONE;
+}
+
+int fm_actions_resume (fm_actions_t *a, const char *node, fm_error_t *err)
+{
+    return resume (a, node, false, err);
+}
+
+int fm_actions_resume_force (fm_actions_t *a, const char *node, fm_error_t *err)
+{
+    return resume (a, node, true, err);
 }
 
 int fm_actions_set_weight (fm_actions_t *a,

@@ -118,6 +118,8 @@ int fm_actions_drain (fm_actions_t *a,
  * when it is neither drained nor down.
  */
 int fm_actions_resume (fm_actions_t *a, const char *node, fm_error_t *err);
+/* The same whatever the reason (an administrator's explicit request). */
+int fm_actions_resume_force (fm_actions_t *a, const char *node, fm_error_t *err);
 /* weight 1..UINT32_MAX-1 (EINVAL); ALREADY when equal. */
 int fm_actions_set_weight (fm_actions_t *a,
                            const char *node,
@@ -148,6 +150,17 @@ int fm_actions_jobs_on_node (fm_actions_t *a,
                              size_t *count,
                              fm_error_t *err);
 void fm_job_info_clear (fm_job_info_t *info);
+
+/* Run any Slurm client command (argv[0] from PATH) as the scontrol backend
+ * runs its own: SLURM_CONF from opts, its timeout, no shell, capped output.
+ * out (may be NULL) receives stdout, malloc'd. Whatever the backend, for what
+ * only the commands offer (sbatch with SPANK options, reservations).
+ * 0, or -1/errno as the calls above (EAGAIN on a timeout).
+ */
+int fm_actions_command (const fm_actions_opts_t *opts,
+                        char *const argv[],
+                        char **out,
+                        fm_error_t *err);
 void fm_job_info_free (fm_job_info_t *jobs, size_t count);
 
 const char *fm_actions_result_name (int result); /* "done", "already", "foreign" */

@@ -301,6 +301,32 @@ fail:
 }
 
 /* Call fn for each non-empty line of text (modified in place). */
+int fm_actions_command (const fm_actions_opts_t *opts,
+                        char *const argv[],
+                        char **out,
+                        fm_error_t *err)
+{
+    sc_t *sc;
+    int rc;
+
+    if (!opts || !argv || !argv[0]) {
+        errno = EINVAL;
+        return fm_errprintf (err, "invalid argument");
+    }
+    if (!(sc = sc_create (opts, err))) {
+        return -1;
+    }
+    rc = sc_run (sc, argv, out, err);
+    if (rc < 0) {
+        int e = errno;
+        sc_destroy (sc);
+        errno = e;
+        return -1;
+    }
+    sc_destroy (sc);
+    return rc;
+}
+
 static int each_line (char *text,
                       int (*fn) (const char *line, void *arg, fm_error_t *err),
                       void *arg,

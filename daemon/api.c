@@ -16,6 +16,10 @@
 #include "jobs.h"
 #include "rendezvous.h"
 #include "report.h"
+#include "webpage.h"
+#include "admin.h"
+#include "monitor.h"
+#include "checks.h"
 
 enum route {
     R_STATUS,
@@ -27,6 +31,15 @@ enum route {
     R_JOB_PEERS,
     R_JOB_SUMMARY,
     R_METRICS,
+    R_PAGE_INDEX,
+    R_PAGE_JOB,
+    R_FABRIC,
+    R_ACTIONS,
+    R_EXPLAIN,
+    R_DRAIN,
+    R_RESUME,
+    R_CHECKS,
+    R_CHECKS_QUERY,
     R_OTHER,
 };
 
@@ -40,6 +53,16 @@ const char *const fm_api_route_names[] = {
     [R_JOB_PEERS] = "/v1/jobs/{id}/peers",
     [R_JOB_SUMMARY] = "/v1/jobs/{id}/summary",
     [R_METRICS] = "/metrics",
+    [R_PAGE_INDEX] = "/",
+    [R_PAGE_JOB] = "/jobs/{id}",
+    [R_FABRIC] = "/v1/fabric",
+    [R_ACTIONS] = "/v1/actions",
+    [R_EXPLAIN] = "/v1/explain",
+    [R_DRAIN] = "/v1/drain",
+    [R_RESUME] = "/v1/resume",
+    [R_CHECKS] = "/v1/checks",
+    /* same path, GET: told apart by method in fm_api_handle_as */
+    [R_CHECKS_QUERY] = "/v1/checks?job={id}",
     [R_OTHER] = "other",
 };
 const size_t fm_api_nroutes =
@@ -49,8 +72,10 @@ typedef enum {
     ROLE_PUBLIC,   /* no credential */
     ROLE_REPORTER, /* root or report_uids */
     ROLE_ADMIN,
-    ROLE_JOB,     /* the job's owner, admins, reporters: checked by the handler */
-    ROLE_METRICS, /* public or admin, by configuration */
+    ROLE_JOB,      /* the job's owner, admins, reporters: checked by the handler */
+    ROLE_METRICS,  /* public or admin, by configuration */
+    ROLE_PAGE,     /* public or admin, by configuration (pages_public) */
+    ROLE_PAGE_JOB, /* public or as ROLE_JOB, by configuration */
 } role_t;
 
 static const struct {
@@ -66,6 +91,15 @@ static const struct {
     [R_JOB_PEERS] = {"GET", ROLE_JOB},
     [R_JOB_SUMMARY] = {"GET", ROLE_JOB},
     [R_METRICS] = {"GET", ROLE_METRICS},
+    [R_PAGE_INDEX] = {"GET", ROLE_PAGE},
+    [R_PAGE_JOB] = {"GET", ROLE_PAGE_JOB},
+    [R_FABRIC] = {"GET", ROLE_ADMIN},
+    [R_ACTIONS] = {"GET", ROLE_ADMIN},
+    [R_EXPLAIN] = {"GET", ROLE_ADMIN},
+    [R_DRAIN] = {"POST", ROLE_ADMIN},
+    [R_RESUME] = {"POST", ROLE_ADMIN},
+    [R_CHECKS] = {"POST", ROLE_JOB},
+    [R_CHECKS_QUERY] = {"GET", ROLE_JOB},
 };
 
 void fm_api_error (fm_response_t *resp,
@@ -125,6 +159,9 @@ void fm_api_store_error (fm_response_t *resp, int errnum, const char *text)
     case EBUSY:
         fm_api_error (resp, 503, "unavailable", NULL, "store busy: %s", text);
         break;
+    case ENOSPC:
+        fm_api_error (resp, 503, "unavailable", NULL, "store full: %s", text);
+        break;
     default:
         fm_api_error (resp, 500, "internal", NULL, "%s", text);
         break;
@@ -166,24 +203,27 @@ int fm_api_since (fm_daemon_t *d,
     return 0;
 }
 
-/* "/v1/jobs/123[/peers|/summary]" */
+/* "/v1/jobs/123[/peers|/summary]", the page "/jobs/123" */
 static int match (const char *path, int64_t *job_id)
 {
-    static const char jobs[] = "/v1/jobs/";
+    static const char jobs[] = "/v1/jobs/", page[] = "/jobs/";
     const char *p;
     char *end;
     long long v;
 
     for (int r = 0; r < R_OTHER; r++) {
-        if (r != R_JOB && r != R_JOB_PEERS && r != R_JOB_SUMMARY
+        if (r != R_JOB && r != R_JOB_PEERS && r != R_JOB_SUMMARY && r != R_PAGE_JOB
             && strcmp (path, fm_api_route_names[r]) == 0) {
             return r;
         }
     }
-    if (strncmp (path, jobs, sizeof (jobs) - 1) != 0) {
+    if (strncmp (path, page, sizeof (page) - 1) == 0) {
+        p = path + sizeof (page) - 1;
+    } else if (strncmp (path, jobs, sizeof (jobs) - 1) == 0) {
+        p = path + sizeof (jobs) - 1;
+    } else {
         return R_OTHER;
     }
-    p = path + sizeof (jobs) - 1;
     if (*p < '1' || *p > '9') {
         return R_OTHER;
     }
@@ -193,6 +233,9 @@ static int match (const char *path, int64_t *job_id)
         return R_OTHER;
     }
     *job_id = v;
+    if (p == path + sizeof (page) - 1) {
+        return *end == '\0' ? R_PAGE_JOB : R_OTHER;
+    }
     if (*end == '\0') {
         return R_JOB;
     }
@@ -291,6 +334,12 @@ static void reports (fm_daemon_t *d, const fm_request_t *req, fm_response_t *res
         fm_api_store_error (resp, errno, err.text);
         fm_report_release (&rep);
         return;
+    }
+    /* A batch with windows stored before (a resend whose answer was lost) is
+     * not scored again: its evidence was counted, or is stale by now.
+     */
+    if (res.duplicates == 0) {
+        fm_monitor_ingest (d->monitor, &rep);
     }
     fm_report_release (&rep);
     fm_metrics_ingest (d->metrics, res.accepted, res.records, res.duplicates);
@@ -394,6 +443,10 @@ static void handle (fm_daemon_t *d,
     role = routes[route].role;
     if (role == ROLE_METRICS) {
         role = d->metrics_public ? ROLE_PUBLIC : ROLE_ADMIN;
+    } else if (role == ROLE_PAGE) {
+        role = d->pages_public ? ROLE_PUBLIC : ROLE_ADMIN;
+    } else if (role == ROLE_PAGE_JOB) {
+        role = d->pages_public ? ROLE_PUBLIC : ROLE_JOB;
     }
     if (role != ROLE_PUBLIC) {
         if (as) {
@@ -457,6 +510,31 @@ static void handle (fm_daemon_t *d,
     case R_JOB_SUMMARY:
         fm_jobs_summary (d, req, &ident, job_id, resp);
         break;
+    case R_FABRIC:
+        fm_admin_fabric (d, req, resp);
+        break;
+    case R_ACTIONS:
+        fm_admin_actions (d, req, resp);
+        break;
+    case R_EXPLAIN:
+        fm_admin_explain (d, req, resp);
+        break;
+    case R_DRAIN:
+    case R_RESUME:
+        fm_admin_drain (d, req, &ident, route == R_RESUME, resp);
+        break;
+    case R_CHECKS:
+        fm_checks_post (d, req, &ident, resp);
+        break;
+    case R_CHECKS_QUERY:
+        fm_checks_get (d, req, &ident, resp);
+        break;
+    case R_PAGE_INDEX:
+        fm_webpage_index (d, req, resp);
+        break;
+    case R_PAGE_JOB:
+        fm_webpage_job (d, req, role == ROLE_PUBLIC ? NULL : &ident, job_id, resp);
+        break;
     default:
         metrics (d, resp);
         break;
@@ -471,6 +549,10 @@ void fm_api_handle_as (fm_daemon_t *d,
     int64_t t0 = fm_time_mono_ns ();
     int64_t job_id = 0;
     int route = match (req->path, &job_id);
+
+    if (route == R_CHECKS && strcmp (req->method, "GET") == 0) {
+        route = R_CHECKS_QUERY;
+    }
 
     memset (resp, 0, sizeof (*resp));
     handle (d, req, ident, route, job_id, resp);

@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -20,8 +21,36 @@ struct chunk {
     max_align_t data[];
 };
 
-static struct chunk *head;
-static size_t used_total;
+/* Each thread has its own arena, enabled by fm_arena_install() or its first
+ * fm_arena_reset(); other threads (the fabric loop) get plain malloc'd
+ * memory. A header before every block says which, so that jansson's free
+ * releases malloc'd blocks and leaves arena blocks to the reset.
+ */
+static __thread struct chunk *head;
+static __thread size_t used_total;
+
+enum { FROM_ARENA = 0x41524e41, FROM_MALLOC = 0x4d4c4f43 };
+
+static pthread_key_t exit_key;
+static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+
+/* A thread that used the arena ends (the HTTP server's): its chunks go. */
+static void thread_exit (void *arg)
+{
+    (void)arg;
+    while (head) {
+        struct chunk *c = head;
+        head = c->next;
+        free (c);
+    }
+}
+
+static void exit_key_create (void)
+{
+    pthread_key_create (&exit_key, thread_exit);
+}
+
+#define HDR ALIGN
 
 static struct chunk *chunk_new (size_t need)
 {
@@ -36,16 +65,34 @@ static struct chunk *chunk_new (size_t need)
     return c;
 }
 
+static int arena_start (void)
+{
+    pthread_once (&exit_once, exit_key_create);
+    if (!(head = chunk_new (CHUNK))) {
+        return -1;
+    }
+    used_total = 0;
+    pthread_setspecific (exit_key, head);
+    return 0;
+}
+
 static void *arena_malloc (size_t n)
 {
-    size_t need = (n + ALIGN - 1) & ~(size_t)(ALIGN - 1);
+    size_t need = (n + HDR + ALIGN - 1) & ~(size_t)(ALIGN - 1);
     struct chunk *c;
-    void *p;
+    char *p;
 
     if (need < n) {
         return NULL;
     }
-    if (!head || head->size - head->used < need) {
+    if (!head) {
+        if (!(p = malloc (n + HDR))) {
+            return NULL;
+        }
+        *(uint32_t *)p = FROM_MALLOC;
+        return p + HDR;
+    }
+    if (head->size - head->used < need) {
         if (!(c = chunk_new (need))) {
             return NULL;
         }
@@ -55,17 +102,23 @@ static void *arena_malloc (size_t n)
     p = (char *)head->data + head->used;
     head->used += need;
     used_total += need;
-    return p;
+    *(uint32_t *)p = FROM_ARENA;
+    return p + HDR;
 }
 
 static void arena_free (void *p)
 {
-    /* Everything goes at fm_arena_reset(). */
+    char *h = p ? (char *)p - HDR : NULL;
+
+    /* arena blocks all go at fm_arena_reset() */
+    if (h && *(uint32_t *)h == FROM_MALLOC) {
+        free (h);
+    }
 }
 
 int fm_arena_install (void)
 {
-    if (!head && !(head = chunk_new (CHUNK))) {
+    if (!head && arena_start () < 0) {
         errno = ENOMEM;
         return -1;
     }
@@ -76,6 +129,11 @@ int fm_arena_install (void)
 void fm_arena_reset (void)
 {
     struct chunk *keep = NULL;
+
+    if (!head) {
+        arena_start (); /* this thread uses the arena from now on */
+        return;
+    }
 
     /* Keep one default-sized chunk; give back the rest (large requests). */
     while (head) {

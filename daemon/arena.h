@@ -8,11 +8,14 @@
 
 /* A bump allocator for jansson in fabricd's HTTP thread: a report of a
  * thousand link entries is tens of thousands of small JSON values, and malloc
- * and free dominated ingest. Every jansson allocation of the process comes from
- * the arena once installed, and jansson's frees are no-ops, so:
- *   - only one thread may use jansson;
- *   - no JSON value, and no string from json_dumps(), may outlive
- *     fm_arena_reset(): copy out with json_dumpb() into malloc'd memory.
+ * and free dominated ingest. Once installed, every jansson allocation of a
+ * thread that uses the arena (the one that installed it, and any that called
+ * fm_arena_reset()) comes from that thread's arena, and jansson's frees of
+ * them are no-ops; other threads get malloc'd memory that jansson frees. So:
+ *   - no JSON value made in an arena thread, and no string from json_dumps()
+ *     there, may outlive its fm_arena_reset(): copy out with json_dumpb()
+ *     into malloc'd memory (or json_deep_copy() in a thread without arena);
+ *   - what a thread without arena makes lives until jansson frees it.
  */
 int fm_arena_install (void);
 

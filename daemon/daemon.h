@@ -11,17 +11,23 @@
 #include "metrics.h"
 #include "store.h"
 
+typedef struct fm_monitor fm_monitor_t;
+typedef struct fm_checks fm_checks_t;
+
 /* What every request handler needs; owned by main.c (or a test). */
 typedef struct {
     fm_store_t *store;
     fm_auth_t *auth;
     fm_metrics_t *metrics;
+    fm_monitor_t *monitor; /* NULL when the fabric loop is not running */
+    fm_checks_t *checks;   /* fabric-check results (checks.h); NULL: none kept */
     int64_t start_real_ns;
     int64_t start_mono_ns;
     int64_t max_body;
     int64_t retention_ns;
     int64_t window_ns;
     bool metrics_public;
+    bool pages_public; /* serve / and /jobs/{id} without a credential */
     bool insecure;
 } fm_daemon_t;
 

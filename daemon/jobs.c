@@ -11,6 +11,7 @@
 
 #include "timeutil.h"
 #include "jobs.h"
+#include "admin.h"
 
 #define DEFAULT_SINCE_NS (300 * FM_NSEC_PER_SEC)
 
@@ -274,6 +275,49 @@ nomem:
     fm_api_error (resp, 500, "internal", NULL, "out of memory");
 }
 
+/* Each of the job's nodes whose latest window is this job's: its health
+ * records (the agent's steering among them), for the summary.
+ */
+static json_t *health_array (fm_daemon_t *d, int64_t job_id, fm_response_t *resp)
+{
+    fm_node_stat_t *nodes = NULL;
+    fm_agent_t *agents = NULL;
+    size_t n = 0, na = 0;
+    fm_error_t err;
+    json_t *a = json_array ();
+
+    if (!a) {
+        fm_api_error (resp, 500, "internal", NULL, "out of memory");
+        return NULL;
+    }
+    if (fm_store_agents (d->store, job_id, &agents, &na, &err) < 0
+        || fm_store_nodes (d->store, 0, &nodes, &n, &err) < 0) {
+        fm_api_store_error (resp, errno, err.text);
+        free (agents);
+        json_decref (a);
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        bool ours = false;
+        for (size_t k = 0; k < na && !ours; k++) {
+            ours = strcmp (agents[k].node, nodes[i].node) == 0;
+        }
+        if (!ours || nodes[i].last_job_id != job_id || !nodes[i].health_json) {
+            continue;
+        }
+        json_t *h = json_loads (nodes[i].health_json, 0, NULL);
+        if (json_is_array (h) && json_array_size (h) > 0) {
+            json_array_append_new (
+                a, json_pack ("{s:s,s:o}", "node", nodes[i].node, "health", h));
+        } else {
+            json_decref (h);
+        }
+    }
+    fm_store_nodes_free (nodes, n);
+    free (agents);
+    return a;
+}
+
 void fm_jobs_summary (fm_daemon_t *d,
                       const fm_request_t *req,
                       const fm_ident_t *id,
@@ -283,7 +327,7 @@ void fm_jobs_summary (fm_daemon_t *d,
     fm_job_t job;
     fm_error_t err;
     int64_t since, windows, records;
-    json_t *a;
+    json_t *a, *acts, *health;
 
     if (job_access (d, id, job_id, &job, resp) < 0
         || fm_api_since (d, req, -1, fm_time_real_ns (), &since, resp) < 0) {
@@ -296,9 +340,18 @@ void fm_jobs_summary (fm_daemon_t *d,
     if (!(a = links_array (d, since, job_id, 0, resp))) {
         return;
     }
+    if (!(acts = fm_admin_job_actions (d, job_id, resp))) {
+        json_decref (a);
+        return;
+    }
+    if (!(health = health_array (d, job_id, resp))) {
+        json_decref (a);
+        json_decref (acts);
+        return;
+    }
     fm_api_json (resp,
                  200,
-                 json_pack ("{s:I, s:s, s:I, s:I, s:I, s:o}",
+                 json_pack ("{s:I, s:s, s:I, s:I, s:I, s:o, s:o, s:o}",
                             "job_id",
                             (json_int_t)job_id,
                             "mode",
@@ -310,5 +363,9 @@ void fm_jobs_summary (fm_daemon_t *d,
                             "records",
                             (json_int_t)records,
                             "links",
-                            a));
+                            a,
+                            "actions",
+                            acts,
+                            "health",
+                            health));
 }

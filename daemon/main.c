@@ -28,6 +28,8 @@
 #include "arena.h"
 #include "dconf.h"
 #include "http.h"
+#include "monitor.h"
+#include "checks.h"
 
 #define DEFAULT_CONFIG FM_SYSCONFDIR "/fabric-monitor/fabricd.conf"
 
@@ -115,6 +117,46 @@ static void prune (fm_store_t *st, int64_t retention_ns)
     } else if (removed > 0) {
         fm_info ("pruned %lld windows older than the retention", (long long)removed);
     }
+}
+
+static const int protect_signals[] = {
+    SIGUSR1, SIGUSR2, SIGTERM, SIGINT, SIGHUP, SIGCONT, SIGURG};
+
+/* The fabric loop, from the configuration; NULL after logging why. */
+static fm_monitor_t *monitor_create (fm_daemon_t *d,
+                                     fm_conf_t *conf,
+                                     const char *db_path,
+                                     fm_store_sync_t sync)
+{
+    fm_monitor_conf_t mc = {
+        .actions = fm_conf_enum_name (conf, "actions"),
+        .slurm_conf = fm_conf_string (conf, "slurm_conf"),
+        .topology = fm_conf_string (conf, "topology"),
+        .db_path = db_path,
+        .sync = sync,
+        .window_ns = fm_conf_duration (conf, "report_window"),
+        .auto_validate = fm_conf_bool (conf, "auto_validate"),
+        .validate_backoff_ns = fm_conf_duration (conf, "validate_backoff"),
+    };
+    fm_monitor_t *m;
+    fm_error_t err;
+
+    fm_score_params_default (&mc.score);
+    mc.score.persist_windows = (int)fm_conf_int (conf, "persist_windows");
+    mc.score.recover_windows = (int)fm_conf_int (conf, "recover_windows");
+    fm_policy_params_default (&mc.policy);
+    mc.policy.dry_run = fm_conf_bool (conf, "dry_run");
+    mc.policy.auto_resume = fm_conf_bool (conf, "auto_resume");
+    mc.policy.resume_windows = (int)fm_conf_int (conf, "resume_windows");
+    mc.policy.max_drain_fraction = fm_conf_double (conf, "max_drain_fraction");
+    mc.policy.max_drains_per_hour = (int)fm_conf_int (conf, "max_drains_per_hour");
+    mc.policy.degraded_weight_add = fm_conf_int (conf, "degraded_weight_add");
+    mc.policy.protect_signal = protect_signals[fm_conf_enum (conf, "protect_signal")];
+    mc.policy.protect_grace_ns = fm_conf_duration (conf, "protect_grace");
+    if (!(m = fm_monitor_create (d, &mc, &err))) {
+        fm_err ("fabric loop: %s", err.text);
+    }
+    return m;
 }
 
 int main (int argc, char **argv)
@@ -263,8 +305,15 @@ int main (int argc, char **argv)
     d.retention_ns = fm_conf_duration (conf, "retention");
     d.window_ns = fm_conf_duration (conf, "report_window");
     d.metrics_public = fm_conf_bool (conf, "metrics_public");
+    d.pages_public = fm_conf_bool (conf, "pages_public");
     d.insecure = insecure;
     prune_ns = fm_conf_duration (conf, "prune_interval");
+    if (!(d.checks = fm_checks_create (FM_CHECKS_RING, &err))) {
+        die ("%s", err.text);
+    }
+    if (!(d.monitor = monitor_create (&d, conf, db_path, sync))) {
+        exit (1);
+    }
 
     sigemptyset (&sigs);
     sigaddset (&sigs, SIGINT);
@@ -288,6 +337,9 @@ int main (int argc, char **argv)
                db_path,
                fm_store_schema_version (d.store),
                insecure ? ", INSECURE" : "");
+    if (fm_monitor_start (d.monitor, &err) < 0) {
+        die ("%s", err.text);
+    }
     sd_notify_msg ("READY=1");
 
     prune (pruner, d.retention_ns);
@@ -312,6 +364,8 @@ int main (int argc, char **argv)
     }
     sd_notify_msg ("STOPPING=1");
     fm_http_stop (http);
+    fm_monitor_destroy (d.monitor);
+    fm_checks_destroy (d.checks);
     fm_store_close (pruner);
     fm_store_close (d.store);
     fm_metrics_destroy (d.metrics);

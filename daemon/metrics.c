@@ -4,12 +4,16 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "metrics.h"
 
+/* The statuses fabricd answers; any other one is counted as code="other", so
+ * that no request goes uncounted (the last slot).
+ */
 static const int codes[] = {
     200, 201, 400, 401, 403, 404, 405, 409, 411, 413, 415, 500, 503};
 #define NCODES (sizeof (codes) / sizeof (codes[0]))
@@ -38,6 +42,8 @@ static const char *const reject_codes[] = {"invalid_json",
                                            "auth_mismatch",
                                            "forbidden",
                                            "not_found",
+                                           "method_not_allowed",
+                                           "conflict",
                                            "length_required",
                                            "too_large",
                                            "unsupported_media_type",
@@ -46,8 +52,16 @@ static const char *const reject_codes[] = {"invalid_json",
                                            "other"};
 #define NREJECT (sizeof (reject_codes) / sizeof (reject_codes[0]))
 
+/* Label values of fabricd_actions_total; the last of each is the catch-all. */
+static const char *const action_kinds[] = {
+    "drain", "resume", "weight", "signal", "requeue", "alarm", "other"};
+#define NKINDS (sizeof (action_kinds) / sizeof (action_kinds[0]))
+static const char *const action_results[] = {
+    "done", "already", "foreign", "dry_run", "error", "other"};
+#define NRESULTS (sizeof (action_results) / sizeof (action_results[0]))
+
 struct route_stats {
-    uint64_t by_code[NCODES];
+    uint64_t by_code[NCODES + 1];
     uint64_t hist[NBUCKETS + 1];
     uint64_t count;
     double sum;
@@ -59,6 +73,9 @@ struct fm_metrics {
     struct route_stats *routes;
     uint64_t rejected[NREJECT];
     fm_ingest_counts_t ingest;
+    /* Written by the monitor's thread, read by the HTTP thread. */
+    _Atomic uint64_t actions[NKINDS][NRESULTS];
+    _Atomic int64_t alarms;
 };
 
 fm_metrics_t *fm_metrics_create (const char *const *route_names, size_t nroutes)
@@ -96,12 +113,10 @@ void fm_metrics_request (fm_metrics_t *m, size_t route, int status, double secon
         route = m->nroutes - 1;
     }
     r = &m->routes[route];
-    for (i = 0; i < NCODES; i++) {
-        if (codes[i] == status) {
-            r->by_code[i]++;
-            break;
-        }
+    for (i = 0; i < NCODES && codes[i] != status; i++) {
+        ;
     }
+    r->by_code[i]++;
     for (i = 0; i < NBUCKETS && seconds > buckets[i]; i++) {
         ;
     }
@@ -137,6 +152,44 @@ void fm_metrics_rejected (fm_metrics_t *m, const char *code)
 void fm_metrics_ingest_counts (const fm_metrics_t *m, fm_ingest_counts_t *c)
 {
     *c = m->ingest;
+}
+
+/* Index of s in the first n - 1 names, else n - 1 (the catch-all). A result
+ * "error: EAGAIN: ..." is an "error".
+ */
+static size_t label_index (const char *const *names, size_t n, const char *s)
+{
+    size_t i;
+
+    if (!s) {
+        return n - 1;
+    }
+    for (i = 0; i < n - 1; i++) {
+        size_t len = strlen (names[i]);
+        if (strncmp (s, names[i], len) == 0
+            && (s[len] == '\0' || (strcmp (names[i], "error") == 0 && s[len] == ':'))) {
+            break;
+        }
+    }
+    return i;
+}
+
+void fm_metrics_action (fm_metrics_t *m, const char *kind, const char *result)
+{
+    if (m) {
+        atomic_fetch_add_explicit (
+            &m->actions[label_index (action_kinds, NKINDS, kind)]
+                       [label_index (action_results, NRESULTS, result)],
+            1,
+            memory_order_relaxed);
+    }
+}
+
+void fm_metrics_alarms (fm_metrics_t *m, int64_t active)
+{
+    if (m) {
+        atomic_store_explicit (&m->alarms, active, memory_order_relaxed);
+    }
 }
 
 char *fm_metrics_render (fm_metrics_t *m,
@@ -176,14 +229,21 @@ char *fm_metrics_render (fm_metrics_t *m,
              "# HELP fabricd_http_requests_total HTTP requests answered.\n"
              "# TYPE fabricd_http_requests_total counter\n");
     for (size_t r = 0; r < m->nroutes; r++) {
-        for (size_t c = 0; c < NCODES; c++) {
-            if (m->routes[r].by_code[c]) {
-                fprintf (fp,
-                         "fabricd_http_requests_total{route=\"%s\",code=\"%d\"} %llu\n",
-                         m->names[r],
-                         codes[c],
-                         (unsigned long long)m->routes[r].by_code[c]);
+        for (size_t c = 0; c <= NCODES; c++) {
+            char code[16];
+            if (!m->routes[r].by_code[c]) {
+                continue;
             }
+            if (c < NCODES) {
+                snprintf (code, sizeof (code), "%d", codes[c]);
+            } else {
+                snprintf (code, sizeof (code), "other");
+            }
+            fprintf (fp,
+                     "fabricd_http_requests_total{route=\"%s\",code=\"%s\"} %llu\n",
+                     m->names[r],
+                     code,
+                     (unsigned long long)m->routes[r].by_code[c]);
         }
     }
     fprintf (fp,
@@ -237,17 +297,39 @@ char *fm_metrics_render (fm_metrics_t *m,
     for (size_t i = 0; i < NREJECT; i++) {
         if (m->rejected[i]) {
             fprintf (fp,
-                     "fabricd_ingest_rejected_total{code=\"%s\"} %llu\n",
+                     "fabricd_ingest_rejected_total{reason=\"%s\"} %llu\n",
                      reject_codes[i],
                      (unsigned long long)m->rejected[i]);
         }
     }
     fprintf (fp,
-             "# HELP fabricd_node_last_seen_seconds End of the node's latest window.\n"
-             "# TYPE fabricd_node_last_seen_seconds gauge\n");
+             "# HELP fabricd_actions_total Actions the policy took or decided, by"
+             " kind and result.\n"
+             "# TYPE fabricd_actions_total counter\n");
+    for (size_t k = 0; k < NKINDS; k++) {
+        for (size_t r = 0; r < NRESULTS; r++) {
+            uint64_t v = atomic_load_explicit (&m->actions[k][r], memory_order_relaxed);
+            if (v) {
+                fprintf (fp,
+                         "fabricd_actions_total{kind=\"%s\",result=\"%s\"} %llu\n",
+                         action_kinds[k],
+                         action_results[r],
+                         (unsigned long long)v);
+            }
+        }
+    }
+    fprintf (fp,
+             "# HELP fabricd_alarms_active Alarms the policy holds raised.\n"
+             "# TYPE fabricd_alarms_active gauge\n"
+             "fabricd_alarms_active %lld\n",
+             (long long)atomic_load_explicit (&m->alarms, memory_order_relaxed));
+    fprintf (fp,
+             "# HELP fabricd_node_last_seen_timestamp_seconds End of the node's latest"
+             " window.\n"
+             "# TYPE fabricd_node_last_seen_timestamp_seconds gauge\n");
     for (size_t i = 0; i < nnodes; i++) {
         fprintf (fp,
-                 "fabricd_node_last_seen_seconds{node=\"%s\"} %.3f\n",
+                 "fabricd_node_last_seen_timestamp_seconds{node=\"%s\"} %.3f\n",
                  nodes[i].node,
                  nodes[i].last_seen_ns / 1e9);
     }
@@ -260,6 +342,18 @@ char *fm_metrics_render (fm_metrics_t *m,
                      "fabricd_node_clock_offset_seconds{node=\"%s\"} %.9f\n",
                      nodes[i].node,
                      nodes[i].clock_offset_ns / 1e9);
+        }
+    }
+    fprintf (fp,
+             "# HELP fabricd_node_clock_error_seconds Error bound of the latest clock"
+             " offset estimate.\n"
+             "# TYPE fabricd_node_clock_error_seconds gauge\n");
+    for (size_t i = 0; i < nnodes; i++) {
+        if (nodes[i].has_clock) {
+            fprintf (fp,
+                     "fabricd_node_clock_error_seconds{node=\"%s\"} %.9f\n",
+                     nodes[i].node,
+                     nodes[i].clock_error_ns / 1e9);
         }
     }
     fprintf (fp,

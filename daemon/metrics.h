@@ -10,7 +10,9 @@
 #include "error.h"
 #include "store.h"
 
-/* Counters and the Prometheus exposition of GET /metrics. Used by one thread. */
+/* Counters and the Prometheus exposition of GET /metrics (doc/api.md). Used by
+ * one thread, except fm_metrics_action() and fm_metrics_alarms().
+ */
 typedef struct fm_metrics fm_metrics_t;
 
 /* route_names: the route labels, indexed by the route numbers passed to
@@ -24,7 +26,20 @@ void fm_metrics_ingest (fm_metrics_t *m,
                         size_t windows,
                         size_t records,
                         size_t duplicates);
+/* A refused POST /v1/reports, by its error code (doc/api.md); codes outside
+ * the documented set count as "other".
+ */
 void fm_metrics_rejected (fm_metrics_t *m, const char *code);
+
+/* The policy took or decided an action (fm_action_rec_t kind and result:
+ * "drain", "done"; a result "error: ..." counts as "error"; unknown values as
+ * "other"). Unlike the rest, these two may be called from any thread while
+ * the HTTP thread renders. NULL-safe.
+ */
+void fm_metrics_action (fm_metrics_t *m, const char *kind, const char *result);
+
+/* The number of alarms now raised (fabricd_alarms_active). */
+void fm_metrics_alarms (fm_metrics_t *m, int64_t active);
 
 typedef struct {
     uint64_t requests, windows, records, duplicates, rejected;

@@ -433,6 +433,56 @@ attribute (fm_policy_t *pol, const fm_policy_input_t *in, fm_policy_output_t *ou
     return 0;
 }
 
+int fm_policy_action_failed (fm_policy_t *pol, const fm_action_t *a)
+{
+    nmem_t *m;
+    protect_t *pr;
+
+    if (!pol || !a) {
+        errno = EINVAL;
+        return -1;
+    }
+    m = mem_find (pol, a->node);
+    switch (a->kind) {
+    case FM_ACT_DRAIN:
+        if (m) {
+            m->drained = m->confirmed = false;
+        }
+        /* the newest drain time is this one: it did not happen */
+        if (pol->ndrains > 0) {
+            pol->ndrains--;
+        }
+        break;
+    case FM_ACT_RESUME:
+        if (m) {
+            m->drained = true;
+        } else if ((m = mem_get (pol, a->node))) {
+            m->drained = true;
+        } else {
+            return -1;
+        }
+        break;
+    case FM_ACT_SET_WEIGHT:
+        if (m && m->weight_set && a->weight == m->set_weight) {
+            m->weight_set = false; /* raise it again next time */
+        } else if (m && !m->weight_set && a->weight == m->orig_weight) {
+            m->weight_set = true; /* restore it again next time */
+        }
+        break;
+    case FM_ACT_SIGNAL:
+        if ((pr = prot_find (pol, a->job_id))) {
+            *pr = pol->prot[--pol->nprot];
+        }
+        break;
+    case FM_ACT_REQUEUE:
+        if ((pr = prot_find (pol, a->job_id))) {
+            pr->done = false;
+        }
+        break;
+    }
+    return 0;
+}
+
 int fm_policy_decide (fm_policy_t *pol,
                       const fm_policy_input_t *in,
                       fm_policy_output_t *out)

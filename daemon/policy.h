@@ -136,6 +136,12 @@ int fm_policy_decide (fm_policy_t *pol,
                       fm_policy_output_t *out);
 void fm_policy_output_free (fm_policy_output_t *out);
 
+/* The backend could not carry a (non-dry-run) action out: forget that it was
+ * applied, so that the next decision makes it again. Call before the next
+ * fm_policy_decide(). 0, or -1/EINVAL, ENOMEM.
+ */
+int fm_policy_action_failed (fm_policy_t *pol, const fm_action_t *a);
+
 /* True if reason is one of ours. */
 bool fm_policy_reason_ours (const char *reason);
 const char *fm_action_name (fm_action_kind_t k);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "fm/api.h"
+#include "health_map.h"
 #include "hostlist.h"
 #include "report.h"
 
@@ -288,9 +289,84 @@ static int get_node (ctx_t *c, json_t *o, const char *key, const char **out)
     return 0;
 }
 
+/* An object of at most FM_HEALTH_MAP_MAX names (1..63 characters, no control
+ * characters) to integers within [min, max] (gpu.counters, gpu.gauges,
+ * counters.counters) or, with min > max, to strings of 1..63 (counters.attrs).
+ */
+#define FM_HEALTH_MAP_MAX 32
+
+static int get_map (ctx_t *c, json_t *o, const char *key, int64_t min, int64_t max)
+{
+    json_t *m = json_object_get (o, key), *v;
+    const char *name;
+
+    if (!m) {
+        return fail (c, key, "required");
+    }
+    if (!json_is_object (m)) {
+        return fail (c, key, "must be an object");
+    }
+    if (json_object_size (m) > FM_HEALTH_MAP_MAX) {
+        return fail (c, key, "more than %d entries", FM_HEALTH_MAP_MAX);
+    }
+    json_object_foreach (m, name, v) {
+        size_t len = strlen (name);
+        bool ok = len >= 1 && len <= 63;
+
+        for (const char *p = name; ok && *p; p++) {
+            ok = (unsigned char)*p >= 0x20 && *p != 0x7f;
+        }
+        if (!ok) {
+            return fail (c, key, "names must be 1..63 printable characters");
+        }
+        if (min > max) {
+            ctx_t sub = {.parent = c, .seg = key, .idx = -1, .inv = c->inv};
+            if (get_str (&sub, m, name, true, 1, 63, NULL) < 0) {
+                return -1;
+            }
+        } else if (!json_is_integer (v) || json_integer_value (v) < min
+                   || json_integer_value (v) > max) {
+            return fail (c,
+                         key,
+                         "'%s' must be an integer within [%lld, %lld]",
+                         name,
+                         (long long)min,
+                         (long long)max);
+        }
+    }
+    return 0;
+}
+
+/* "mlx5_1:1,mlx5_3:1": what NCCL_IB_HCA was told to leave out (doc/health.md). */
+static int get_hca_list (ctx_t *c, json_t *o, const char *key)
+{
+    const char *s;
+
+    if (get_str (c, o, key, true, 3, 4095, &s) < 0) {
+        return -1;
+    }
+    for (const char *p = s; *p; p++) {
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')
+              || (*p >= '0' && *p <= '9') || *p == '_' || *p == '-' || *p == '.'
+              || *p == ':' || *p == ',')) {
+            return fail (c, key, "want DEVICE:PORT[,DEVICE:PORT...]");
+        }
+    }
+    return 0;
+}
+
 static int parse_health (ctx_t *c, json_t *o)
 {
-    static const char *const types[] = {"nic", "ib_port", "pcie", "clock_source", NULL};
+    static const char *const types[] = {"nic",
+                                        "ib_port",
+                                        "pcie",
+                                        "clock_source",
+                                        "gpu",
+                                        "xid",
+                                        "gpu_nic",
+                                        "counters",
+                                        "steer",
+                                        NULL};
     static const char *const nic[] = {"type",
                                       "name",
                                       "link_up",
@@ -318,8 +394,20 @@ static int parse_health (ctx_t *c, json_t *o)
         "type", "device", "width", "max_width", "speed_gts", "max_speed_gts", NULL};
     static const char *const clk[] = {
         "type", "source", "ntp_synchronized", "ntp_offset_ns", NULL};
+    static const char *const gpu[] = {
+        "type", "vendor", "device", "class", "counters", "gauges", NULL};
+    static const char *const xid[] = {
+        "type", "device", "xid", "count", "class", "action", NULL};
+    static const char *const gpu_nic[] = {"type", "gpu", "nic", "path", NULL};
+    static const char *const counters[] = {
+        "type", "kind", "device", "port", "counters", "attrs", NULL};
+    static const char *const steer[] = {"type", "var", "exclude", NULL};
     static const char *const ib_states[] = {
         "DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER", NULL};
+    static const char *const vendors[] = {"nvidia", "amd", "unknown", NULL};
+    static const char *const paths[] = {"PIX", "PXB", "PHB", "NODE", "SYS", NULL};
+    static const char *const kinds[] = {"nic", "ib_port", NULL};
+    static const char *const vars[] = {"NCCL_IB_HCA", NULL};
     int type;
     int64_t x;
 
@@ -368,7 +456,7 @@ static int parse_health (ctx_t *c, json_t *o)
             return -1;
         }
         return 0;
-    default:
+    case 3:
         if (check_object (c, o, clk) < 0
             || get_str (c, o, "source", true, 1, 63, NULL) < 0
             || get_bool (c, o, "ntp_synchronized", true) < 0
@@ -380,6 +468,49 @@ static int parse_health (ctx_t *c, json_t *o)
                         FM_API_CLOCK_ABS_MAX_NS,
                         &x)
                    < 0) {
+            return -1;
+        }
+        return 0;
+    case 4:
+        if (check_object (c, o, gpu) < 0 || get_enum (c, o, "vendor", vendors, NULL) < 0
+            || get_str (c, o, "device", true, 1, 63, NULL) < 0
+            || get_enum (c, o, "class", fm_health_class_names, NULL) < 0
+            || get_map (c, o, "counters", 0, INT64_MAX) < 0
+            || get_map (c, o, "gauges", INT64_MIN, INT64_MAX) < 0) {
+            return -1;
+        }
+        return 0;
+    case 5:
+        if (check_object (c, o, xid) < 0
+            || get_str (c, o, "device", true, 1, 63, NULL) < 0
+            || get_int (c, o, "xid", true, 0, UINT32_MAX, &x) < 0
+            || get_int (c, o, "count", true, 1, INT64_MAX, &x) < 0
+            || get_enum (c, o, "class", fm_health_class_names, NULL) < 0
+            || get_str (c, o, "action", true, 1, 31, NULL) < 0) {
+            return -1;
+        }
+        return 0;
+    case 6:
+        if (check_object (c, o, gpu_nic) < 0
+            || get_str (c, o, "gpu", true, 1, 63, NULL) < 0
+            || get_str (c, o, "nic", true, 1, 63, NULL) < 0
+            || get_enum (c, o, "path", paths, NULL) < 0) {
+            return -1;
+        }
+        return 0;
+    case 7:
+        if (check_object (c, o, counters) < 0
+            || get_enum (c, o, "kind", kinds, NULL) < 0
+            || get_str (c, o, "device", true, 1, 63, NULL) < 0
+            || get_int (c, o, "port", true, 0, 255, &x) < 0
+            || get_map (c, o, "counters", 1, INT64_MAX) < 0
+            || get_map (c, o, "attrs", 1, 0) < 0) {
+            return -1;
+        }
+        return 0;
+    default:
+        if (check_object (c, o, steer) < 0 || get_enum (c, o, "var", vars, NULL) < 0
+            || get_hca_list (c, o, "exclude") < 0) {
             return -1;
         }
         return 0;

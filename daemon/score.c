@@ -43,7 +43,7 @@ typedef struct {
 
 typedef struct {
     bool link_down, pcie, unsync;
-    int64_t carrier, port_errors;
+    int64_t carrier, port_errors, gpu_faults;
     bool any;
 } health_t;
 
@@ -57,6 +57,7 @@ typedef struct {
     int nflows, witnesses;
     int peers[4];
     bool local;
+    bool gpu;
     int64_t carrier;
 } implic_t;
 
@@ -332,7 +333,7 @@ int fm_score_add_link (fm_score_t *s, const fm_link_window_t *r)
 int fm_score_add_health (fm_score_t *s, const fm_health_event_t *e)
 {
     if (!s || !e || e->node < 0 || (size_t)e->node >= s->nn || e->count < 0
-        || e->kind < FM_HEALTH_LINK_DOWN || e->kind > FM_HEALTH_CLOCK_UNSYNC) {
+        || e->kind < FM_HEALTH_LINK_DOWN || e->kind > FM_HEALTH_GPU_FAULT) {
         errno = EINVAL;
         return -1;
     }
@@ -353,6 +354,9 @@ int fm_score_add_health (fm_score_t *s, const fm_health_event_t *e)
         break;
     case FM_HEALTH_CLOCK_UNSYNC:
         h->unsync = true;
+        break;
+    case FM_HEALTH_GPU_FAULT:
+        h->gpu_faults += e->count;
         break;
     }
     s->seen[e->node] = true;
@@ -584,6 +588,7 @@ elem_implicated (fm_score_t *s, fm_elem_status_t *e, const implic_t *m, int64_t 
         .witnesses = m->witnesses,
         .current = true,
         .local = m->local,
+        .gpu = m->gpu,
     };
     memcpy (h->peers, m->peers, sizeof (h->peers));
 }
@@ -765,7 +770,8 @@ int fm_score_close_window (fm_score_t *s, int64_t end_ns)
             continue;
         }
         bool counts = h->link_down || h->carrier > 0
-                      || h->port_errors >= p->port_errors_min || h->pcie;
+                      || h->port_errors >= p->port_errors_min || h->pcie
+                      || h->gpu_faults > 0;
         if (counts) {
             implic_t *m = implic_get (s, FM_ELEM_NODE, (int)n);
             if (!m) {
@@ -774,12 +780,17 @@ int fm_score_close_window (fm_score_t *s, int64_t end_ns)
             }
             m->side |= FM_SIDE_BOTH;
             m->local = true;
+            m->gpu = m->gpu || h->gpu_faults > 0;
             m->carrier += h->carrier;
             if (h->link_down || h->carrier > 0) {
                 implic_class (m, FM_CLASS_DOWN);
             } else if (h->port_errors >= p->port_errors_min) {
                 implic_class (m, FM_CLASS_PORT_ERRORS);
             } else {
+                /* a GPU fault has no class of its own among the fabric's: it
+                 * ranks as node-local hardware degradation (degraded, not
+                 * failed); the evidence line names it
+                 */
                 implic_class (m, FM_CLASS_PCIE);
             }
         }
@@ -860,6 +871,34 @@ const fm_elem_status_t *fm_score_find (const fm_score_t *s, fm_elem_kind_t kind,
     return NULL;
 }
 
+int fm_score_forget (fm_score_t *s, fm_elem_kind_t kind, int id)
+{
+    size_t keep = 0;
+
+    if (!s || id < 0 || (kind == FM_ELEM_NODE && (size_t)id >= s->nn)) {
+        errno = EINVAL;
+        return -1;
+    }
+    for (size_t i = 0; i < s->nelems; i++) {
+        fm_elem_status_t *e = &s->elems[i];
+        if (e->kind == FM_ELEM_NODE) {
+            s->node_elem[e->id] = -1;
+        }
+        if (e->kind == kind && e->id == id) {
+            continue;
+        }
+        if (e->kind == FM_ELEM_NODE) {
+            s->node_elem[e->id] = (int32_t)keep;
+        }
+        s->elems[keep++] = *e;
+    }
+    s->nelems = keep;
+    if (kind == FM_ELEM_NODE) {
+        s->clean[id] = 0;
+    }
+    return 0;
+}
+
 int fm_score_node_clean (const fm_score_t *s, int node)
 {
     if (!s || node < 0 || (size_t)node >= s->nn) {
@@ -918,6 +957,7 @@ int fm_score_evidence (const fm_topo_t *topo,
                          h->cls == FM_CLASS_FLAP          ? "link flapping"
                          : h->cls == FM_CLASS_DOWN        ? "link down"
                          : h->cls == FM_CLASS_PORT_ERRORS ? "port errors"
+                         : h->gpu                         ? "gpu fault"
                                                           : "pcie link degraded",
                          e->streak);
     }

@@ -48,6 +48,9 @@ typedef enum {
     FM_HEALTH_PORT_ERRORS,   /* symbol, receive errors, discards: count = delta */
     FM_HEALTH_PCIE_DEGRADED, /* link width or speed below maximum */
     FM_HEALTH_CLOCK_UNSYNC,  /* the node's clock estimate is not trustworthy */
+    FM_HEALTH_GPU_FAULT,     /* a GPU needs a reset, a reboot or service (XID or
+                              * GPU counters of class reset/reboot/fault; never
+                              * an application-class XID): count = events */
 } fm_health_kind_t;
 
 /* A node-local health observation during a window. */
@@ -98,6 +101,7 @@ typedef struct {
     bool current;
     int peers[4]; /* node ids (leaf ids for a spine), -1 padded */
     bool local;   /* from node health, not peers */
+    bool gpu;     /* local, and a GPU fault among it */
 } fm_score_hist_t;
 
 typedef struct {
@@ -149,6 +153,10 @@ const fm_elem_status_t *fm_score_elem (const fm_score_t *s, size_t i);
 /* The status of one element, NULL when healthy and untracked. */
 const fm_elem_status_t *
 fm_score_find (const fm_score_t *s, fm_elem_kind_t kind, int id);
+/* Start an element over, as if never implicated (its clean count too): for
+ * a node put back to a test after an outside change. -1/EINVAL.
+ */
+int fm_score_forget (fm_score_t *s, fm_elem_kind_t kind, int id);
 /* Consecutive observed windows in which the node was not implicated. */
 int fm_score_node_clean (const fm_score_t *s, int node);
 double fm_score_p0 (const fm_score_t *s);

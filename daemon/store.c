@@ -137,6 +137,23 @@ int fm_store_checkpoint (fm_store_t *st, fm_error_t *err)
     return st->ops->checkpoint (st, err);
 }
 
+int fm_store_action_add (fm_store_t *st, fm_action_rec_t *rec, fm_error_t *err)
+{
+    return st->ops->action_add (st, rec, err);
+}
+
+int fm_store_actions (fm_store_t *st,
+                      int64_t since_ns,
+                      int64_t job_id,
+                      const char *node,
+                      size_t limit,
+                      fm_action_rec_t **recs,
+                      size_t *n,
+                      fm_error_t *err)
+{
+    return st->ops->actions (st, since_ns, job_id, node, limit, recs, n, err);
+}
+
 const char *fm_store_backend (const fm_store_t *st)
 {
     return st->ops->name;

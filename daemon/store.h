@@ -170,6 +170,39 @@ int fm_store_prune (fm_store_t *st,
  */
 int fm_store_checkpoint (fm_store_t *st, fm_error_t *err);
 
+/* One thing fabricd's policy did or decided (daemon/monitor.c), kept for
+ * `fabricctl drains/explain`, the job summary and the per-job page. Strings
+ * are NUL-terminated and cut to their buffers.
+ */
+typedef struct {
+    int64_t id;         /* assigned by fm_store_action_add() */
+    int64_t at_ns;      /* realtime */
+    char kind[16];      /* drain resume weight signal requeue alarm */
+    char node[64];      /* "" when not about a node */
+    int64_t job_id;     /* 0 when not about a job */
+    char element[96];   /* "node:fmn3", "uplink:leaf0-spine0", "policy" */
+    char reason[256];   /* drain: the Slurm reason; others: why */
+    char explain[1024]; /* the evidence chain behind it */
+    char result[64];    /* done already foreign dry_run "error: EAGAIN: ..." */
+    bool dry_run;
+} fm_action_rec_t;
+
+/* Append a record; rec->id is set. */
+int fm_store_action_add (fm_store_t *st, fm_action_rec_t *rec, fm_error_t *err);
+
+/* Records at or after since_ns, newest first, filtered by job_id (0: any) and
+ * node (NULL: any); the monitor records a drain made for a job's sake with
+ * that job's id. limit 0: all. malloc'd.
+ */
+int fm_store_actions (fm_store_t *st,
+                      int64_t since_ns,
+                      int64_t job_id,
+                      const char *node,
+                      size_t limit,
+                      fm_action_rec_t **recs,
+                      size_t *n,
+                      fm_error_t *err);
+
 const char *fm_store_backend (const fm_store_t *st);
 
 #endif /* FM_STORE_H */

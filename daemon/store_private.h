@@ -53,6 +53,15 @@ struct fm_store_ops {
                        fm_error_t *err);
     int (*prune) (fm_store_t *st, int64_t before_ns, int64_t *removed, fm_error_t *err);
     int (*checkpoint) (fm_store_t *st, fm_error_t *err);
+    int (*action_add) (fm_store_t *st, fm_action_rec_t *rec, fm_error_t *err);
+    int (*actions) (fm_store_t *st,
+                    int64_t since_ns,
+                    int64_t job_id,
+                    const char *node,
+                    size_t limit,
+                    fm_action_rec_t **recs,
+                    size_t *n,
+                    fm_error_t *err);
 };
 
 struct fm_store {
@@ -69,5 +78,10 @@ fm_store_t *fm_store_sqlite_open_version (const char *path,
                                           fm_store_sync_t sync,
                                           int version,
                                           fm_error_t *err);
+
+/* The SQLite connection behind st, NULL for another backend: for the read-only
+ * queries of the pages (store_pages.c), which no other caller needs.
+ */
+struct sqlite3 *fm_store_sqlite_db (fm_store_t *st);
 
 #endif /* FM_STORE_PRIVATE_H */

@@ -38,6 +38,13 @@ static const char *const migrations[] = {
     "ALTER TABLE jobs ADD COLUMN mode INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE agents ADD COLUMN final INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE windows ADD COLUMN clock_drift_ppb REAL;",
+    /* 4: what the policy did, kept past the windows' retention */
+    "CREATE TABLE actions (id INTEGER PRIMARY KEY, at_ns INTEGER NOT NULL,"
+    " kind TEXT NOT NULL, node TEXT NOT NULL, job_id INTEGER NOT NULL,"
+    " element TEXT NOT NULL, reason TEXT NOT NULL, explain TEXT NOT NULL,"
+    " result TEXT NOT NULL, dry_run INTEGER NOT NULL);"
+    "CREATE INDEX actions_at ON actions (at_ns);"
+    "CREATE INDEX actions_job ON actions (job_id, at_ns);",
 };
 #define NMIGRATIONS ((int)(sizeof (migrations) / sizeof (migrations[0])))
 
@@ -65,6 +72,8 @@ enum {
     S_PRUNE_WINDOWS,
     S_PRUNE_AGENTS,
     S_PRUNE_JOBS,
+    S_ACTION_INS,
+    S_ACTIONS,
     S_COUNT
 };
 
@@ -145,6 +154,13 @@ static const char *const sql[S_COUNT] = {
                        " (SELECT 1 FROM windows w WHERE w.job_id = j.job_id))",
     [S_PRUNE_JOBS] = "DELETE FROM jobs WHERE created_ns < ?1 AND NOT EXISTS"
                      " (SELECT 1 FROM windows w WHERE w.job_id = jobs.job_id)",
+    [S_ACTION_INS] = "INSERT INTO actions (at_ns, kind, node, job_id, element, reason,"
+                     " explain, result, dry_run)"
+                     " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    [S_ACTIONS] = "SELECT id, at_ns, kind, node, job_id, element, reason, explain,"
+                  " result, dry_run FROM actions WHERE at_ns >= ?1"
+                  " AND (?2 = 0 OR job_id = ?2) AND (?3 IS NULL OR node = ?3)"
+                  " ORDER BY at_ns DESC, id DESC LIMIT ?4",
 };
 
 /* Node name -> id, so that a batch does not look every peer name up. Flushed
@@ -821,6 +837,105 @@ static int checkpoint (fm_store_t *st, fm_error_t *err)
     return 0;
 }
 
+static int action_add (fm_store_t *st, fm_action_rec_t *rec, fm_error_t *err)
+{
+    sqlite_store_t *s = S (st);
+    sqlite3_stmt *q = stmt (s, S_ACTION_INS);
+    const char *text[] = {
+        rec->kind, rec->node, rec->element, rec->reason, rec->explain, rec->result};
+    const int col[] = {2, 3, 5, 6, 7, 8};
+
+    sqlite3_bind_int64 (q, 1, rec->at_ns);
+    for (size_t i = 0; i < sizeof (col) / sizeof (col[0]); i++) {
+        sqlite3_bind_text (q, col[i], text[i], -1, SQLITE_STATIC);
+    }
+    sqlite3_bind_int64 (q, 4, rec->job_id);
+    sqlite3_bind_int (q, 9, rec->dry_run);
+    if (sqlite3_step (q) != SQLITE_DONE) {
+        int e;
+        dberr (s, err, "insert action");
+        e = errno;
+        sqlite3_reset (q);
+        errno = e;
+        return -1;
+    }
+    sqlite3_reset (q);
+    rec->id = sqlite3_last_insert_rowid (s->db);
+    return 0;
+}
+
+static void column_copy (sqlite3_stmt *q, int col, char *buf, size_t len)
+{
+    const unsigned char *t = sqlite3_column_text (q, col);
+
+    snprintf (buf, len, "%s", t ? (const char *)t : "");
+}
+
+static int actions (fm_store_t *st,
+                    int64_t since_ns,
+                    int64_t job_id,
+                    const char *node,
+                    size_t limit,
+                    fm_action_rec_t **out,
+                    size_t *n,
+                    fm_error_t *err)
+{
+    sqlite_store_t *s = S (st);
+    sqlite3_stmt *q = stmt (s, S_ACTIONS);
+    fm_action_rec_t *v = NULL;
+    size_t count = 0, alloc = 0;
+    int rc;
+
+    sqlite3_bind_int64 (q, 1, since_ns);
+    sqlite3_bind_int64 (q, 2, job_id);
+    if (node) {
+        sqlite3_bind_text (q, 3, node, -1, SQLITE_STATIC);
+    } else {
+        sqlite3_bind_null (q, 3);
+    }
+    sqlite3_bind_int64 (q, 4, limit ? (int64_t)limit : -1);
+    while ((rc = sqlite3_step (q)) == SQLITE_ROW) {
+        fm_action_rec_t *a;
+        if (count == alloc) {
+            size_t nalloc = alloc ? alloc * 2 : 16;
+            fm_action_rec_t *nv = realloc (v, nalloc * sizeof (*v));
+            if (!nv) {
+                free (v);
+                sqlite3_reset (q);
+                errno = ENOMEM;
+                return fm_errprintf (err, "out of memory");
+            }
+            v = nv;
+            alloc = nalloc;
+        }
+        a = &v[count++];
+        memset (a, 0, sizeof (*a));
+        a->id = sqlite3_column_int64 (q, 0);
+        a->at_ns = sqlite3_column_int64 (q, 1);
+        column_copy (q, 2, a->kind, sizeof (a->kind));
+        column_copy (q, 3, a->node, sizeof (a->node));
+        a->job_id = sqlite3_column_int64 (q, 4);
+        column_copy (q, 5, a->element, sizeof (a->element));
+        column_copy (q, 6, a->reason, sizeof (a->reason));
+        column_copy (q, 7, a->explain, sizeof (a->explain));
+        column_copy (q, 8, a->result, sizeof (a->result));
+        a->dry_run = sqlite3_column_int (q, 9) != 0;
+    }
+    if (rc != SQLITE_DONE) {
+        free (v);
+        int e;
+        dberr (s, err, "select actions");
+        e = errno;
+        sqlite3_reset (q);
+        errno = e;
+        return -1;
+    }
+    sqlite3_reset (q);
+    *out = v;
+    *n = count;
+    return 0;
+}
+
 static int schema_version (fm_store_t *st)
 {
     return S (st)->version;
@@ -853,6 +968,8 @@ static const struct fm_store_ops sqlite_ops = {
     .job_counts = job_counts,
     .prune = prune,
     .checkpoint = checkpoint,
+    .action_add = action_add,
+    .actions = actions,
 };
 
 static int exec_sql (sqlite_store_t *s, const char *text, fm_error_t *err)
@@ -990,4 +1107,9 @@ fm_store_t *
 fm_store_sqlite_open (const char *path, fm_store_sync_t sync, fm_error_t *err)
 {
     return fm_store_sqlite_open_version (path, sync, NMIGRATIONS, err);
+}
+
+struct sqlite3 *fm_store_sqlite_db (fm_store_t *st)
+{
+    return st && st->ops == &sqlite_ops ? S (st)->db : NULL;
 }

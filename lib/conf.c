@@ -780,6 +780,17 @@ int fm_conf_enum (const fm_conf_t *conf, const char *key)
     return get (conf, key, FM_CONF_ENUM)->u.e;
 }
 
+const char *fm_conf_enum_name (const fm_conf_t *conf, const char *key)
+{
+    int i = conf && key ? lookup (conf, key, strlen (key)) : -1;
+
+    assert (i >= 0 && conf->table[i].type == FM_CONF_ENUM);
+    if (i < 0 || conf->table[i].type != FM_CONF_ENUM) {
+        return NULL;
+    }
+    return conf->table[i].choices[conf->vals[i].u.e];
+}
+
 int64_t fm_conf_duration (const fm_conf_t *conf, const char *key)
 {
     return get (conf, key, FM_CONF_DURATION)->u.i;

@@ -15,8 +15,8 @@
  *   static const fm_conf_item_t items[] = {
  *       { "listen_port", FM_CONF_INT, "8470", 1, 65535, NULL, "HTTP port" },
  *       { "window", FM_CONF_DURATION, "5s", 1e9, 3600e9, NULL, "report window" },
- *       { "store", FM_CONF_ENUM, "sqlite", 0, 0, (const char *[]){ "sqlite", NULL }, ... },
- *       { .key = NULL },   (designated: clang warns about { NULL })
+ *       { "store", FM_CONF_ENUM, "sqlite", 0, 0, (const char *[]){ "sqlite", NULL },
+ * ... }, { .key = NULL },   (designated: clang warns about { NULL })
  *   };
  *
  * Files hold `key = value` lines; `#` starts a comment; values may be double
@@ -42,7 +42,7 @@ typedef enum {
 typedef struct {
     const char *key;
     fm_conf_type_t type;
-    const char *def;          /* default, parsed like a file value; NULL = unset */
+    const char *def; /* default, parsed like a file value; NULL = unset */
     double min;
     double max;
     const char *const *choices; /* FM_CONF_ENUM only, NULL-terminated */
@@ -63,7 +63,9 @@ void fm_conf_destroy (fm_conf_t *conf);
 int fm_conf_load_file (fm_conf_t *conf, const char *path, fm_error_t *err);
 
 /* Parse text as if it were a file named `name`. Same rules as fm_conf_load_file(). */
-int fm_conf_load_string (fm_conf_t *conf, const char *name, const char *text,
+int fm_conf_load_string (fm_conf_t *conf,
+                         const char *name,
+                         const char *text,
                          fm_error_t *err);
 
 /* Set one value; _locked values are not overridden by later file loads, nor by
@@ -71,7 +73,9 @@ int fm_conf_load_string (fm_conf_t *conf, const char *name, const char *text,
  * fm_conf_set_locked() does override. Errors read "key: message".
  */
 int fm_conf_set (fm_conf_t *conf, const char *key, const char *value, fm_error_t *err);
-int fm_conf_set_locked (fm_conf_t *conf, const char *key, const char *value,
+int fm_conf_set_locked (fm_conf_t *conf,
+                        const char *key,
+                        const char *value,
                         fm_error_t *err);
 
 /* Getters. Asking for a key that is not in the table, or with the wrong type,
@@ -82,6 +86,8 @@ double fm_conf_double (const fm_conf_t *conf, const char *key);
 bool fm_conf_bool (const fm_conf_t *conf, const char *key);
 const char *fm_conf_string (const fm_conf_t *conf, const char *key); /* NULL if unset */
 int fm_conf_enum (const fm_conf_t *conf, const char *key);
+/* The choice itself ("auto"); NULL only for a key that is not an enum. */
+const char *fm_conf_enum_name (const fm_conf_t *conf, const char *key);
 int64_t fm_conf_duration (const fm_conf_t *conf, const char *key);
 int64_t fm_conf_size (const fm_conf_t *conf, const char *key);
 

@@ -220,6 +220,10 @@ int fm_spank_job_prolog (spank_t sp)
         argv[ac++] = "--munge-socket";
         argv[ac++] = fm_plugin.conf.munge_socket;
     }
+    if (fm_plugin.conf.health_root[0]) {
+        argv[ac++] = "--health-root";
+        argv[ac++] = fm_plugin.conf.health_root;
+    }
     if (req.rate > 0) {
         snprintf (rate, sizeof (rate), "%g", req.rate);
         argv[ac++] = "--rate";
@@ -270,11 +274,26 @@ static void append_summary (const job_t *job)
 {
     char outpath[OUTPATH_MAX], jobid[16];
     char *argv[16];
+    struct stat sb;
     fm_error_t err;
     int ac = 0, rc;
 
     if (read_outpath (job, outpath, sizeof (outpath)) < 0) {
         return; /* not the batch host, or output not in a file */
+    }
+    /* The job may have rewritten the recorded path or swapped the file under
+     * it. Slurm made the output file, owned by the job user, so anything else
+     * (a link, a FIFO, someone else's file the user happens to be able to
+     * write) is not the job's output: refuse it here, before anything runs.
+     * The agent then opens it without following links, as the job user.
+     */
+    if (lstat (outpath, &sb) < 0 || !S_ISREG (sb.st_mode) || sb.st_uid != job->uid) {
+        fm_spank_info ("job %u: summary not written: %s is not a regular file"
+                       " owned by uid %u",
+                       job->job_id,
+                       outpath,
+                       (unsigned)job->uid);
+        return;
     }
     snprintf (jobid, sizeof (jobid), "%u", job->job_id);
     argv[ac++] = fm_plugin.conf.agent;

@@ -67,6 +67,9 @@ int fm_request_parse (const char *arg, fm_request_t *req, fm_error_t *err)
             have_rate = true;
         } else if (!have_mode && !have_rate && mode_parse (tok, &r.mode) == 0) {
             have_mode = true;
+        } else if (!r.precheck && strcmp (tok, "precheck") == 0) {
+            /* combines with observe or protect, in any place (precheck.c) */
+            r.precheck = true;
         } else {
             errno = EINVAL;
             return fm_errprintf (err,
@@ -75,7 +78,11 @@ int fm_request_parse (const char *arg, fm_request_t *req, fm_error_t *err)
                                  tok);
         }
     }
-    if (!have_mode && !have_rate) {
+    if (r.precheck && r.mode == FM_MODE_OFF) {
+        errno = EINVAL;
+        return fm_errprintf (err, "--fabric-monitor: precheck needs observe or protect");
+    }
+    if (!have_mode && !have_rate && !r.precheck) {
         /* only commas */
         errno = EINVAL;
         return fm_errprintf (err, "--fabric-monitor: invalid value '%s'", arg);
@@ -109,6 +116,7 @@ int fm_spank_conf_parse (int ac, char **av, fm_spank_conf_t *conf, fm_error_t *e
     snprintf (c.daemon, sizeof (c.daemon), "%s", FM_SPANK_DEFAULT_DAEMON);
     snprintf (c.agent, sizeof (c.agent), "%s", FM_SPANK_DEFAULT_AGENT);
     snprintf (c.statedir, sizeof (c.statedir), "%s", FM_SPANK_DEFAULT_STATEDIR);
+    snprintf (c.check, sizeof (c.check), "%s", FM_SPANK_DEFAULT_CHECK);
     for (int i = 0; i < ac; i++) {
         const char *a = av[i];
         if (strncmp (a, "daemon=", 7) == 0) {
@@ -140,6 +148,20 @@ int fm_spank_conf_parse (int ac, char **av, fm_spank_conf_t *conf, fm_error_t *e
             if (set_str (
                     c.statedir, sizeof (c.statedir) - 64, "statedir", a + 9, true, err)
                 < 0) {
+                return -1;
+            }
+        } else if (strncmp (a, "health_root=", 12) == 0) {
+            if (set_str (c.health_root,
+                         sizeof (c.health_root),
+                         "health_root",
+                         a + 12,
+                         true,
+                         err)
+                < 0) {
+                return -1;
+            }
+        } else if (strncmp (a, "check=", 6) == 0) {
+            if (set_str (c.check, sizeof (c.check), "check", a + 6, true, err) < 0) {
                 return -1;
             }
         } else if (strncmp (a, "default=", 8) == 0) {

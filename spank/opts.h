@@ -18,13 +18,15 @@ typedef enum {
 #define FM_SPANK_OPTION "fabric-monitor"
 #define FM_SPANK_DEFAULT_DAEMON "http://127.0.0.1:8470"
 #define FM_SPANK_DEFAULT_AGENT FM_SBINDIR "/fabric-agent"
+#define FM_SPANK_DEFAULT_CHECK FM_BINDIR "/fabric-check"
 #define FM_SPANK_DEFAULT_STATEDIR "/run/fabric-monitor"
 #define FM_SPANK_RATE_MAX 500.0
 
 /* The user's request: --fabric-monitor[=MODE][,rate=N]. */
 typedef struct {
     fm_mode_t mode;
-    double rate; /* 0: the agent's default */
+    double rate;   /* 0: the agent's default */
+    bool precheck; /* ",precheck": fabric-check --quick before the job (precheck.c) */
 } fm_request_t;
 
 /* plugstack.conf arguments. */
@@ -33,8 +35,10 @@ typedef struct {
     char agent[256];
     char munge_socket[256];
     char statedir[256];
-    fm_mode_t def;    /* mode of jobs that do not ask */
-    bool failonerror; /* prolog failures fail the job (and drain the node) */
+    char check[256]; /* check=: fabric-check for precheck */
+    char health_root[256]; /* agent --health-root ("" = /; %n = node) */
+    fm_mode_t def;         /* mode of jobs that do not ask */
+    bool failonerror;      /* prolog failures fail the job (and drain the node) */
 } fm_spank_conf_t;
 
 const char *fm_mode_name (fm_mode_t mode);

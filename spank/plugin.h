@@ -54,6 +54,32 @@ int fm_spank_job_epilog (spank_t sp);
 int fm_spank_remote_user_init (spank_t sp);
 int fm_spank_remote_task_init (spank_t sp);
 
+/* NCCL/RCCL steering (steer.c, doc/health.md "Steering"). The agent writes
+ * the degraded HCA ports of this node to FM_SPANK_STEER_FILE in the job's
+ * directory (the name is FM_AGENT_STEER_FILE of agent/agent.h).
+ */
+#define FM_SPANK_STEER_FILE "nccl_ib_hca"
+#define FM_SPANK_STEER_MAX 4096
+
+/* The file's text ("mlx5_1:1,mlx5_3:1\n") as the NCCL_IB_HCA value
+ * ("^=mlx5_1:1,mlx5_3:1") into value. 1 when there is something to exclude,
+ * 0 when not (empty), -1/EINVAL (malformed) or ENAMETOOLONG.
+ */
+int fm_spank_steer_parse (const char *text, char *value, size_t size);
+
+/* Remote context, task_init: set NCCL_IB_HCA in the task's environment from
+ * the agent's file unless the job set it. Always 0: steering is advice.
+ */
+int fm_spank_steer_task (spank_t sp);
+
+/* Remote context, task_init of the batch task: with ",precheck", run
+ * fabric-check --quick over the job's nodes first and show its result in the
+ * job's output (precheck.c, doc/fabric-check.md). Always 0; once the job
+ * was requeued without a bad node (protect) the task never returns: the
+ * requeue kills it, else it exits, so that the script never starts.
+ */
+int fm_spank_precheck_task (spank_t sp, const fm_request_t *req);
+
 /* Messages: "fabric-monitor: " prefixed, to Slurm's logs. */
 #define fm_spank_err(fmt, ...) slurm_error ("fabric-monitor: " fmt, ##__VA_ARGS__)
 #define fm_spank_info(fmt, ...) slurm_info ("fabric-monitor: " fmt, ##__VA_ARGS__)

@@ -51,6 +51,8 @@ int fm_spank_remote_task_init (spank_t sp)
     if (!fm_plugin.ready || req.mode == FM_MODE_OFF) {
         return 0;
     }
+    fm_spank_steer_task (sp);
+    fm_spank_precheck_task (sp, &req);
     if (spank_get_item (sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS
         || spank_get_item (sp, S_JOB_STEPID, &step_id) != ESPANK_SUCCESS
         || spank_get_item (sp, S_TASK_GLOBAL_ID, &task_id) != ESPANK_SUCCESS

@@ -349,6 +349,55 @@ static void count_log (int level, const char *msg, void *arg)
     nlogs++;
 }
 
+/* The extended objects stay within what fabricd accepts: at most
+ * FM_HEALTH_OBJ_MAX names per object, no empty attribute, ports 0..255.
+ */
+static void test_render_object_caps (void **state)
+{
+    fm_health_set_t s = {0};
+    json_t *a, *o;
+    char name[32];
+
+    fm_health_add_text (&s, FM_HREC_IB_PORT, "mlx5_0", 1, "state", "ACTIVE", 0);
+    fm_health_add_text (&s, FM_HREC_IB_PORT, "mlx5_0", 1, "phys_state", "LinkUp", 0);
+    fm_health_add_text (&s, FM_HREC_IB_PORT, "mlx5_0", 1, "netdev", "", 0);
+    fm_health_add_text (&s, FM_HREC_IB_PORT, "mlx5_0", 1, "link_layer", "Ethernet", 0);
+    for (int i = 0; i < 40; i++) {
+        snprintf (name, sizeof (name), "hw:err_%d", i);
+        fm_health_add_counter (
+            &s, FM_HREC_IB_PORT, "mlx5_0", 1, name, 1, 1, FM_HCLASS_WARN);
+        snprintf (name, sizeof (name), "g%d", i);
+        fm_health_add_gauge (&s, FM_HREC_GPU, "0000:17:00.0", 0, name, i, 0);
+    }
+    /* a port number fabricd refuses: no counters object for it */
+    fm_health_add_counter (
+        &s, FM_HREC_IB_PORT, "mlx5_9", 300, "hw:x_err", 5, 5, FM_HCLASS_WARN);
+    a = fm_health_render (&s, FM_HEALTH_RENDER_EXTENDED, NULL);
+    assert_non_null (a);
+    size_t i;
+    int counters = 0, gpus = 0;
+    json_array_foreach (a, i, o) {
+        const char *type = json_string_value (json_object_get (o, "type"));
+        if (strcmp (type, "counters") == 0) {
+            counters++;
+            assert_string_equal (json_string_value (json_object_get (o, "device")),
+                                 "mlx5_0");
+            assert_int_equal (json_object_size (json_object_get (o, "counters")),
+                              FM_HEALTH_OBJ_MAX);
+            assert_int_equal (json_object_size (json_object_get (o, "attrs")), 1);
+            assert_null (json_object_get (json_object_get (o, "attrs"), "netdev"));
+        } else if (strcmp (type, "gpu") == 0) {
+            gpus++;
+            assert_int_equal (json_object_size (json_object_get (o, "gauges")),
+                              FM_HEALTH_OBJ_MAX);
+        }
+    }
+    assert_int_equal (counters, 1);
+    assert_int_equal (gpus, 1);
+    json_decref (a);
+    fm_health_set_free (&s);
+}
+
 static void test_runner (void **state)
 {
     const char *src = getenv ("FM_SRCDIR");
@@ -397,6 +446,7 @@ int main (void)
         cmocka_unit_test (test_render_ib),
         cmocka_unit_test (test_render_extended_only),
         cmocka_unit_test (test_render_cap),
+        cmocka_unit_test (test_render_object_caps),
         cmocka_unit_test (test_runner),
     };
 

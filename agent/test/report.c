@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <cmocka.h>
 
 #include "agent.h"
@@ -42,11 +43,14 @@ static void test_window_json (void **state)
     const char *peers[] = {"fmn2", "fmn3"};
     fm_report_clock_t clock = {
         .valid = true, .offset_ns = -1000, .error_ns = 5, .drift_ppb = 2.5e6};
-    json_t *w = fm_report_window (7, 100, 200, &clock, peers, st, 2);
+    json_t *health = json_pack ("[{s:s}]", "type", "steer");
+    json_t *w = fm_report_window (7, 100, 200, &clock, peers, st, 2, health);
     json_t *links, *l;
     json_int_t v;
 
     assert_non_null (w);
+    /* the window holds the health array it was given */
+    assert_ptr_equal (json_object_get (w, "health"), health);
     assert_int_equal (json_integer_value (json_object_get (w, "seq")), 7);
     assert_int_equal (json_integer_value (json_object_get (w, "start_ns")), 100);
     assert_int_equal (json_integer_value (json_object_get (w, "end_ns")), 200);
@@ -97,8 +101,9 @@ static void test_window_without_clock (void **state)
 
     st.have_offset = false;
     st.rtt.max = 100LL * 1000000000LL; /* over the API's 60 s: clamped */
-    w = fm_report_window (1, 1, 2, &clock, peers, &st, 1);
+    w = fm_report_window (1, 1, 2, &clock, peers, &st, 1, NULL);
     assert_null (json_object_get (w, "clock"));
+    assert_null (json_object_get (w, "health"));
     assert_true (json_is_null (
         json_object_get (json_array_get (json_object_get (w, "links"), 0), "owd_ns")));
     assert_int_equal (
@@ -195,6 +200,81 @@ static void test_summary_text (void **state)
     json_decref (j);
 }
 
+/* The health/steering and actions sections (doc/health.md). */
+static void test_summary_sections (void **state)
+{
+    json_error_t jerr;
+    char *t;
+    fm_error_t err;
+    json_t *j = json_loads (
+        "{\"job_id\": 7, \"windows\": 2, \"records\": 0, \"links\": [],"
+        " \"health\": [{\"node\": \"fmn2\", \"health\": ["
+        "  {\"type\": \"steer\", \"var\": \"NCCL_IB_HCA\", \"exclude\": \"mlx5_1:1\"},"
+        "  {\"type\": \"ib_port\", \"device\": \"mlx5_1\", \"port\": 1,"
+        "   \"state\": \"DOWN\", \"phys_state\": \"Polling\", \"link_downed\": 1},"
+        "  {\"type\": \"ib_port\", \"device\": \"mlx5_0\", \"port\": 1,"
+        "   \"state\": \"ACTIVE\", \"phys_state\": \"LinkUp\", \"link_downed\": 0},"
+        "  {\"type\": \"xid\", \"device\": \"0000:17:00.0\", \"xid\": 13, \"count\": 4,"
+        "   \"class\": \"application\", \"action\": \"RESTART_APP\"},"
+        "  {\"type\": \"xid\", \"device\": \"0000:17:00.0\", \"xid\": 79, \"count\": 1,"
+        "   \"class\": \"reboot\", \"action\": \"RESTART_BM\"},"
+        "  {\"type\": \"nic\", \"name\": \"eth0\", \"link_up\": true,"
+        "   \"carrier_changes\": 2}]},"
+        "  {\"node\": \"fmn3\", \"health\": ["
+        "  {\"type\": \"nic\", \"name\": \"eth0\", \"link_up\": true,"
+        "   \"carrier_changes\": 0}]}],"
+        " \"actions\": [{\"at_ns\": 1800000003000000000, \"kind\": \"drain\","
+        "   \"node\": \"fmn3\", \"reason\": \"fabric: loss\\n2%\", \"result\": "
+        "\"done\"},"
+        "  {\"at_ns\": 1800000009000000000, \"kind\": \"resume\", \"node\": \"fmn3\","
+        "   \"reason\": \"clean\", \"result\": \"dry_run\"}]}",
+        0,
+        &jerr);
+
+    assert_non_null (j);
+    setenv ("TZ", "UTC", 1);
+    tzset ();
+    assert_non_null ((t = fm_summary_format (j, &err)));
+    assert_non_null (strstr (t,
+                             "fabric-monitor: steering fmn2: NCCL_IB_HCA=^=mlx5_1:1 "
+                             "for steps started after"));
+    assert_non_null (strstr (t, "health fmn2: mlx5_1 port 1 DOWN (Polling)"));
+    assert_null (strstr (t, "mlx5_0"));
+    assert_non_null (strstr (t, "health fmn2: GPU 0000:17:00.0 XID 79 x1 (reboot"));
+    assert_null (strstr (t, "XID 13")); /* the application's own */
+    assert_non_null (strstr (t, "health fmn2: eth0 link up, 2 carrier changes"));
+    assert_null (strstr (t, "health fmn3"));
+    /* 1800000003 s is 2027-01-15 08:00:03 UTC; the newline cannot forge a line */
+    assert_non_null (strstr (
+        t, "fabric-monitor: action 08:00:03 drain fmn3: fabric: loss?2% (done)\n"));
+    assert_non_null (strstr (t, "action 08:00:09 resume fmn3: clean (dry_run)\n"));
+    for (char *p = t; *p; p = strchr (p, '\n') + 1) {
+        assert_int_equal (strncmp (p, "fabric-monitor: ", 16), 0);
+    }
+    free (t);
+    json_decref (j);
+
+    static const char *const bad[] = {
+        "\"actions\": {}",
+        "\"actions\": [{\"at_ns\": 1, \"kind\": \"drain\"}]",
+        "\"health\": [{\"node\": \"x\"}]",
+        "\"health\": 3",
+        NULL,
+    };
+    for (int i = 0; bad[i]; i++) {
+        char text[512];
+        snprintf (text,
+                  sizeof (text),
+                  "{\"job_id\": 1, \"windows\": 0, \"records\": 0, \"links\": [], %s}",
+                  bad[i]);
+        assert_non_null (j = json_loads (text, 0, &jerr));
+        errno = 0;
+        assert_null (fm_summary_format (j, &err));
+        assert_int_equal (errno, EPROTO);
+        json_decref (j);
+    }
+}
+
 int main (void)
 {
     const struct CMUnitTest tests[] = {
@@ -203,6 +283,7 @@ int main (void)
         cmocka_unit_test (test_clock_from_reference),
         cmocka_unit_test (test_pick_targets),
         cmocka_unit_test (test_summary_text),
+        cmocka_unit_test (test_summary_sections),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

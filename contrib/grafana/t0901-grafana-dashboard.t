@@ -24,7 +24,7 @@ cleanup () {
 }
 trap cleanup EXIT
 
-plan 8
+plan 11
 
 jq -e . "$dash" >/dev/null
 ok $? "the dashboard is valid JSON" || done_testing
@@ -35,7 +35,8 @@ is "$(jq '[.. | objects | select(has("expr")) | .datasource.uid // "none"]
           | map(select(. != "${datasource}")) | length' "$dash")" 0 \
     "every query uses the \$datasource variable"
 is "$(jq -r '[.panels[] | select(.type == "row") | .title] | join(",")' "$dash")" \
-    "Fleet health,Worst links,Clock quality" "rows: fleet health, worst links, clock quality"
+    "Fleet health,Worst links,Clock quality,Actions" \
+    "rows: fleet health, worst links, clock quality, actions"
 
 for _ in $(seq 20); do
     port=$((20000 + RANDOM % 40000))
@@ -63,6 +64,15 @@ is "$(comm -23 "$tmp/used" "$tmp/exposed" | tr '\n' ' ')" "" \
 grep -oE '[a-zA-Z_:][a-zA-Z0-9_:]*\{' "$tmp/exprs" | tr -d '{' | sort -u >"$tmp/selectors"
 is "$(comm -23 "$tmp/selectors" "$tmp/exposed" | tr '\n' ' ')" "" \
     "every metric selector names a fabricd metric"
+# Prometheus naming: counters end in _total; every other name carries its
+# unit (seconds, a ratio) or says what it counts; fabricd_up is the exception.
+is "$(awk '$1 == "#" && $2 == "TYPE" && $4 == "counter" && $3 !~ /_total$/ { print $3 }' \
+       "$tmp/metrics" | tr '\n' ' ')" "" "every counter ends in _total"
+is "$(awk '$1 == "#" && $2 == "TYPE" && $4 != "counter" && $3 != "fabricd_up" \
+           && $3 !~ /_(seconds|ratio|active)$/ { print $3 }' "$tmp/metrics" | tr '\n' ' ')" "" \
+    "every other metric has its unit in its name"
+grep -q '^# TYPE fabricd_node_last_seen_timestamp_seconds gauge$' "$tmp/metrics"
+ok $? "an instant is a _timestamp_seconds gauge"
 # and the other way round, so that a new metric gets a panel
 is "$(comm -13 <(sed 's/_\(bucket\|sum\|count\)$//' "$tmp/used" | sort -u) \
        <(awk '$1 == "#" && $2 == "TYPE" { print $3 }' "$tmp/metrics" | sort -u) \

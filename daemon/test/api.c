@@ -346,7 +346,7 @@ static void test_reads (void **state)
     assert_int_equal (resp.status, 200);
     assert_string_equal (resp.content_type, "text/plain; version=0.0.4");
     assert_non_null (
-        strstr (resp.body, "fabricd_ingest_rejected_total{code=\"not_found\"} 1\n"));
+        strstr (resp.body, "fabricd_ingest_rejected_total{reason=\"not_found\"} 1\n"));
     assert_non_null (strstr (resp.body,
                              "fabricd_link_loss_ratio{src=\"x1\",dst=\"x2\","
                              "reporter=\"x1\"} 0.250000\n"));

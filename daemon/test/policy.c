@@ -229,6 +229,54 @@ static void test_protect (void **state)
     fm_policy_destroy (pol);
 }
 
+/* Actions the backend could not carry out are decided again, once each. */
+static void test_action_failed (void **state)
+{
+    fm_policy_t *pol = make (NULL);
+    fm_policy_output_t out = {0};
+    fm_policy_node_t n = failed ("f1");
+    const char *nodes[] = {"f1"};
+    fm_policy_job_t job = {.job_id = 9, .nodes = nodes, .nnodes = 1, .protect = true};
+    fm_action_t drain, sig, req;
+
+    assert_int_equal (decide (pol, &n, 1, &job, 1, 10 * S, &out), 2);
+    drain = out.actions[0];
+    sig = out.actions[1];
+    assert_int_equal (drain.kind, FM_ACT_DRAIN);
+    assert_int_equal (sig.kind, FM_ACT_SIGNAL);
+    /* slurmctld was down: both are retried, and count once against the hour */
+    assert_int_equal (fm_policy_action_failed (pol, &drain), 0);
+    assert_int_equal (fm_policy_action_failed (pol, &sig), 0);
+    assert_int_equal (decide (pol, &n, 1, &job, 1, 15 * S, &out), 2);
+    assert_int_equal (out.actions[0].kind, FM_ACT_DRAIN);
+    assert_int_equal (out.actions[1].kind, FM_ACT_SIGNAL);
+    /* applied now: not decided a third time */
+    n.drained = true;
+    n.reason = "fabric: loss: x";
+    assert_int_equal (decide (pol, &n, 1, &job, 1, 20 * S, &out), 0);
+    /* the requeue after the grace fails once, then is made again */
+    assert_int_equal (decide (pol, &n, 1, &job, 1, 140 * S, &out), 1);
+    req = out.actions[0];
+    assert_int_equal (req.kind, FM_ACT_REQUEUE);
+    assert_int_equal (fm_policy_action_failed (pol, &req), 0);
+    assert_int_equal (decide (pol, &n, 1, &job, 1, 145 * S, &out), 1);
+    assert_int_equal (out.actions[0].kind, FM_ACT_REQUEUE);
+    assert_int_equal (decide (pol, &n, 1, &job, 1, 150 * S, &out), 0);
+    /* a failed resume is retried while the node stays healthy */
+    fm_policy_node_t h = healthy ("f1", 12);
+    h.drained = true;
+    h.reason = n.reason;
+    job.requeued = true;
+    assert_int_equal (decide (pol, &h, 1, &job, 1, 160 * S, &out), 1);
+    assert_int_equal (out.actions[0].kind, FM_ACT_RESUME);
+    assert_int_equal (fm_policy_action_failed (pol, &out.actions[0]), 0);
+    assert_int_equal (decide (pol, &h, 1, &job, 1, 165 * S, &out), 1);
+    assert_int_equal (out.actions[0].kind, FM_ACT_RESUME);
+    assert_int_equal (fm_policy_action_failed (NULL, &req), -1);
+    fm_policy_output_free (&out);
+    fm_policy_destroy (pol);
+}
+
 /* Blast radius: at most 2% of 100 nodes; then alarms and the shared switch. */
 static void test_blast_fraction (void **state)
 {
@@ -366,6 +414,7 @@ int main (void)
         cmocka_unit_test (test_auto_resume_off),
         cmocka_unit_test (test_weight),
         cmocka_unit_test (test_protect),
+        cmocka_unit_test (test_action_failed),
         cmocka_unit_test (test_blast_fraction),
         cmocka_unit_test (test_blast_hour),
         cmocka_unit_test (test_dry_run),

@@ -422,6 +422,38 @@ static void test_nic_vs_uplink (void **state)
     }
 }
 
+/* A failed node started over (validation after a drain) is judged afresh. */
+static void test_forget (void **state)
+{
+    fx_t *fx = fx_flat (6, NULL);
+    nodefault_t f = {
+        .node = 2, .side = FM_SIDE_BOTH, .loss = 0.2, .from = 8, .until = 1000};
+    int64_t w = 0;
+
+    for (; w < 12; w++) {
+        window (fx->sc, fx->topo, w, node_fault, &f);
+    }
+    assert_int_equal (node_state (fx, 2), FM_STATE_FAILED);
+    assert_int_equal (fm_score_forget (fx->sc, FM_ELEM_NODE, 2), 0);
+    assert_null (fm_score_find (fx->sc, FM_ELEM_NODE, 2));
+    assert_int_equal (fm_score_node_clean (fx->sc, 2), 0);
+    /* the fault is still there: failed again after persist_windows */
+    for (int i = 0; i < fx->p.persist_windows; i++) {
+        window (fx->sc, fx->topo, w++, node_fault, &f);
+    }
+    assert_int_equal (node_state (fx, 2), FM_STATE_FAILED);
+    /* cleared and forgotten: clean from the first window on */
+    f.until = w;
+    assert_int_equal (fm_score_forget (fx->sc, FM_ELEM_NODE, 2), 0);
+    window (fx->sc, fx->topo, w++, node_fault, &f);
+    window (fx->sc, fx->topo, w++, node_fault, &f);
+    assert_int_equal (node_state (fx, 2), FM_STATE_HEALTHY);
+    assert_int_equal (fm_score_node_clean (fx->sc, 2), 2);
+    assert_int_equal (fm_score_forget (fx->sc, FM_ELEM_NODE, 99), -1);
+    assert_int_equal (fm_score_forget (NULL, FM_ELEM_NODE, 1), -1);
+    fx_free (fx);
+}
+
 static void test_invalid (void **state)
 {
     fx_t *fx = fx_flat (4, NULL);
@@ -488,6 +520,7 @@ int main (void)
         cmocka_unit_test (test_health),
         cmocka_unit_test (test_flap),
         cmocka_unit_test (test_nic_vs_uplink),
+        cmocka_unit_test (test_forget),
         cmocka_unit_test (test_invalid),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);

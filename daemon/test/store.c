@@ -141,7 +141,7 @@ static void test_register (void **state)
 
     assert_non_null (st);
     assert_string_equal (fm_store_backend (st), "sqlite");
-    assert_int_equal (fm_store_schema_version (st), 3);
+    assert_int_equal (fm_store_schema_version (st), 4);
     reg (st, 1, 77, "n1", true);
     reg (st, 1, 77, "n2", true);
     reg (st, 1, 77, "n1", false);
@@ -333,6 +333,68 @@ static int user_version (const char *path)
     return v;
 }
 
+static void test_actions (void **state)
+{
+    fixture_t *f = *state;
+    fm_error_t err;
+    fm_store_t *st = fm_store_open ("sqlite", f->path, FM_STORE_SYNC_NORMAL, &err);
+    fm_action_rec_t a = {.at_ns = T0, .job_id = 7, .dry_run = false};
+    fm_action_rec_t *v;
+    size_t n;
+
+    assert_non_null (st);
+    snprintf (a.kind, sizeof (a.kind), "drain");
+    snprintf (a.node, sizeof (a.node), "n1");
+    snprintf (a.element, sizeof (a.element), "node:n1");
+    snprintf (a.reason, sizeof (a.reason), "fabric: loss: 'quoted' %s", "x");
+    snprintf (a.result, sizeof (a.result), "done");
+    assert_int_equal (fm_store_action_add (st, &a, &err), 0);
+    assert_true (a.id > 0);
+    a.at_ns = T0 + SEC;
+    a.job_id = 0;
+    snprintf (a.kind, sizeof (a.kind), "alarm");
+    snprintf (a.node, sizeof (a.node), "%s", "");
+    a.dry_run = true;
+    assert_int_equal (fm_store_action_add (st, &a, &err), 0);
+    a.at_ns = T0 + 2 * SEC;
+    snprintf (a.node, sizeof (a.node), "n2");
+    assert_int_equal (fm_store_action_add (st, &a, &err), 0);
+
+    /* newest first, every field back */
+    assert_int_equal (fm_store_actions (st, 0, 0, NULL, 0, &v, &n, &err), 0);
+    assert_int_equal (n, 3);
+    assert_int_equal (v[0].at_ns, T0 + 2 * SEC);
+    assert_string_equal (v[2].kind, "drain");
+    assert_string_equal (v[2].reason, "fabric: loss: 'quoted' x");
+    assert_string_equal (v[2].element, "node:n1");
+    assert_string_equal (v[2].result, "done");
+    assert_int_equal (v[2].job_id, 7);
+    assert_false (v[2].dry_run);
+    assert_true (v[1].dry_run);
+    free (v);
+    /* filters: job, node, since, limit */
+    assert_int_equal (fm_store_actions (st, 0, 7, NULL, 0, &v, &n, &err), 0);
+    assert_int_equal (n, 1);
+    free (v);
+    assert_int_equal (fm_store_actions (st, 0, 0, "n2", 0, &v, &n, &err), 0);
+    assert_int_equal (n, 1);
+    assert_int_equal (v[0].at_ns, T0 + 2 * SEC);
+    free (v);
+    assert_int_equal (fm_store_actions (st, T0 + SEC, 0, NULL, 0, &v, &n, &err), 0);
+    assert_int_equal (n, 2);
+    free (v);
+    assert_int_equal (fm_store_actions (st, 0, 0, NULL, 1, &v, &n, &err), 0);
+    assert_int_equal (n, 1);
+    free (v);
+    /* they outlive pruning of the windows */
+    int64_t removed;
+    assert_int_equal (fm_store_prune (st, T0 + 10 * SEC, &removed, &err), 0);
+    assert_int_equal (fm_store_actions (st, 0, 0, NULL, 0, &v, &n, &err), 0);
+    assert_int_equal (n, 3);
+    free (v);
+    fm_store_close (st);
+}
+
 static void test_migrations (void **state)
 {
     fixture_t *f = *state;
@@ -373,7 +435,7 @@ static void test_migrations (void **state)
 
     assert_non_null (st =
                          fm_store_open ("sqlite", f->path, FM_STORE_SYNC_NORMAL, &err));
-    assert_int_equal (fm_store_schema_version (st), 3);
+    assert_int_equal (fm_store_schema_version (st), 4);
     assert_int_equal (fm_store_counts (st, &c, &err), 0);
     assert_int_equal (c.windows, 2);
     /* what schema 1 did not know reads as the defaults */
@@ -388,7 +450,7 @@ static void test_migrations (void **state)
     assert_int_equal (fm_store_put_report (st, &r.rep, &res, &err), 0);
     assert_int_equal (res.duplicates, 2);
     fm_store_close (st);
-    assert_int_equal (user_version (f->path), 3);
+    assert_int_equal (user_version (f->path), 4);
 
     /* A newer schema is not touched. */
     assert_int_equal (sqlite3_open (f->path, &db), SQLITE_OK);
@@ -412,6 +474,7 @@ int main (void)
         cmocka_unit_test_setup_teardown (test_register, setup, teardown),
         cmocka_unit_test_setup_teardown (test_reports, setup, teardown),
         cmocka_unit_test_setup_teardown (test_migrations, setup, teardown),
+        cmocka_unit_test_setup_teardown (test_actions, setup, teardown),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

@@ -146,6 +146,7 @@ static void test_load_values (void **state)
     assert_string_equal (fm_conf_string (c->conf, "name"), "a \"q\" \\");
     assert_string_equal (fm_conf_string (c->conf, "url"), "http://x:1/a b");
     assert_int_equal (fm_conf_enum (c->conf, "store"), 1);
+    assert_string_equal (fm_conf_enum_name (c->conf, "store"), "memory");
     assert_int_equal (fm_conf_duration (c->conf, "window"), 90000000000LL);
     assert_int_equal (fm_conf_size (c->conf, "max_body"), 10485760);
 }
@@ -281,6 +282,7 @@ static void assert_untouched (fm_conf_t *conf)
     assert_false (fm_conf_bool (conf, "drain"));
     assert_string_equal (fm_conf_string (conf, "name"), "fabric");
     assert_int_equal (fm_conf_enum (conf, "store"), 0);
+    assert_string_equal (fm_conf_enum_name (conf, "store"), "sqlite");
 }
 
 static void test_load_errors (void **state)

@@ -104,11 +104,13 @@ static void test_conf_all (void **state)
                   "munge_socket=/run/munge/sock",
                   "statedir=/var/run/fm",
                   "default=observe",
-                  "failonerror"};
+                  "failonerror",
+                  "health_root=/var/tmp/fix/%n"};
     fm_spank_conf_t c;
     fm_error_t err;
 
-    assert_int_equal (fm_spank_conf_parse (6, av, &c, &err), 0);
+    assert_int_equal (fm_spank_conf_parse (7, av, &c, &err), 0);
+    assert_string_equal (c.health_root, "/var/tmp/fix/%n");
     assert_string_equal (c.daemon, "http://10.77.0.1:8470");
     assert_string_equal (c.agent, "/opt/fm/bin/fabric-agent");
     assert_string_equal (c.munge_socket, "/run/munge/sock");
@@ -125,6 +127,7 @@ static void test_conf_invalid (void **state)
                           "default=maybe",
                           "munge_socket=sock",
                           "verbose",
+                          "health_root=sys",
                           "daemon="};
     for (size_t i = 0; i < sizeof (bad) / sizeof (bad[0]); i++) {
         fm_spank_conf_t c = {.def = FM_MODE_PROTECT};

@@ -1,0 +1,145 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-3.0-or-later
+# Copyright (C) 2026 The fabric-monitor authors
+#
+# The fabric loop end to end on a 6-node minicluster: a 4-node protect job
+# that checkpoints; loss on one of its nodes -> fabricd drains that node with a
+# fabric: reason, sends the checkpoint notice, requeues the job after the
+# grace; the job restarts on healthy nodes, resumes from its checkpoint and
+# completes, and its summary lists the actions. The fault cleared, fabricd
+# validates the node with a short job and resumes it. A node drained by hand
+# with another reason is never resumed.
+FM_TOP_SRCDIR=${FM_TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+FM_BUILDDIR=${FM_BUILDDIR:-${FM_TOP_BUILDDIR:-}}
+export FM_BUILDDIR FM_SRCDIR=$FM_TOP_SRCDIR
+. "$FM_SRCDIR/spank/test/sys.sh"
+mc_require
+command -v jq >/dev/null || plan_skip_all "jq is not installed"
+plan 20
+
+conf=$(mktemp)
+trap 'rm -f "$conf"' RETURN
+cat >"$conf" <<'EOF'
+report_window = 2s
+persist_windows = 2
+recover_windows = 3
+resume_windows = 3
+protect_grace = 10s
+validate_backoff = 10s
+EOF
+mc_up --nodes 6 --fabricd-conf "$conf"
+ok $? "minicluster up with 6 nodes" || exit 1
+rm -f "$conf"
+
+reason_of () { mc_exec ctl sinfo -h -R -n "$1" -o '%E'; }
+state_of () { mc_exec ctl scontrol -o show node "$1" | sed -n 's/.* State=\([^ ]*\).*/\1/p'; }
+job_field () { mc_exec ctl scontrol -o show job "$1" | sed -n "s/.* $2=\([^ ]*\).*/\1/p"; }
+wait_for () { # SECONDS CMD...
+    local limit=$1 t0
+    shift
+    t0=$(date +%s)
+    until "$@"; do
+        [ $(($(date +%s) - t0)) -lt "$limit" ] || return 1
+        sleep 0.5
+    done
+}
+
+mc_exec ctl scontrol update nodename=fmn6 state=drain reason="admin: bad dimm"
+
+# The job: a counter it checkpoints on the notice and resumes from.
+cat >"$MC_HOME/ckpt.sh" <<'EOF'
+#!/bin/bash
+ck=$PWD/ckpt.$SLURM_JOB_ID
+step=0
+if [ -s "$ck" ]; then
+    step=$(cat "$ck")
+    echo "resumed from step $step on $SLURM_JOB_NODELIST (restart ${SLURM_RESTART_COUNT:-0})"
+else
+    echo "started on $SLURM_JOB_NODELIST"
+fi
+trap 'echo "$step" >"$ck"; echo "checkpoint at step $step"' USR1
+while [ "$step" -lt 160 ]; do
+    sleep 0.25
+    step=$((step + 1))
+done
+echo "done at step $step"
+EOF
+chmod +x "$MC_HOME/ckpt.sh"
+id=$(mc_sbatch -N4 -x fmn6 --requeue --open-mode=append -o prot-%j.out \
+    --fabric-monitor=protect ckpt.sh)
+mc_wait_job "$id" RUNNING 30
+t0=$(date +%s)
+until [ "$(fm_get "/v1/jobs/$id" | jq '.agents | length' 2>/dev/null)" = 4 ] \
+    || [ $(($(date +%s) - t0)) -ge 30 ]; do
+    sleep 0.5
+done
+is "$(fm_get "/v1/jobs/$id" | jq -r .mode)" protect "job $id runs in protect mode with 4 agents"
+nodes=$(mc_exec ctl scontrol show hostnames "$(job_field "$id" NodeList)" | tr '\n' ' ')
+batch=$(job_field "$id" BatchHost)
+for n in $nodes; do
+    [ "$n" != "$batch" ] && bad=$n
+done
+sleep 6 # a few clean windows first
+
+t_fault=$(date +%s)
+mc fault add "$bad" loss 3
+has_reason () { [ -n "$(reason_of "$1")" ]; }
+wait_for 30 has_reason "$bad"
+reason=$(reason_of "$bad")
+t_drain=$(date +%s)
+case $reason in
+    fabric:*) ok 0 "$bad drained $((t_drain - t_fault)) s after 3% loss: $reason" ;;
+    *) ok 1 "$bad drained with a fabric: reason within 30 s (reason: '$reason')" ;;
+esac
+[ $((t_drain - t_fault)) -le 30 ]
+ok $? "within 30 s"
+
+wait_for 20 grep -q '^checkpoint at step' "$MC_HOME/prot-$id.out"
+ok $? "the job got its checkpoint notice: $(grep '^checkpoint' "$MC_HOME/prot-$id.out" | head -1)"
+wait_for 40 grep -q '^resumed from step' "$MC_HOME/prot-$id.out"
+ok $? "requeued by fabricd and restarted: $(grep '^resumed' "$MC_HOME/prot-$id.out")"
+ck=$(grep '^checkpoint at step' "$MC_HOME/prot-$id.out" | tail -1 | awk '{print $4}')
+grep -q "^resumed from step $ck " "$MC_HOME/prot-$id.out"
+ok $? "it resumed from its checkpoint (step $ck)"
+restart_nodes=$(grep '^resumed' "$MC_HOME/prot-$id.out" | awk '{print $6}')
+! mc_exec ctl scontrol show hostnames "$restart_nodes" | grep -qx "$bad"
+ok $? "the restart runs on healthy nodes ($restart_nodes, not $bad)"
+mc_wait_job "$id" COMPLETED 90
+ok $? "the job completes"
+grep -q '^done at step 160' "$MC_HOME/prot-$id.out"
+ok $? "the job's work is done"
+
+summary=$(fm_get "/v1/jobs/$id/summary")
+kinds=$(echo "$summary" | jq -r '[.actions[] | select(.result == "done") | .kind] | unique | join(",")')
+is "$kinds" "drain,requeue,signal" "the job's summary lists the drain, the notice and the requeue"
+grep -q "action.* drain $bad" "$MC_HOME/prot-$id.out"
+ok $? "the summary in the job's output lists them: $(grep 'fabric-monitor: action' "$MC_HOME/prot-$id.out" | head -3 | tr '\n' '|')"
+
+# Still faulty: the validation job shows it, the node stays drained and
+# explain says why. Cleared: the next validation passes and it is back.
+val_failed () {
+    [ "$(fm_get "/v1/actions?node=$bad" | jq '[.actions[] | select(.kind == "validate" and .result == "failed")] | length')" -ge 1 ]
+}
+wait_for 90 val_failed
+ok $? "with the fault still there, the validation job fails"
+state_of "$bad" | grep -q DRAIN && reason_of "$bad" | grep -q '^fabric: .*validation'
+ok $? "and $bad is drained again: $(reason_of "$bad")"
+mc_exec ctl "$FM_BUILDDIR/cli/fabricctl" -u "$FM_DAEMON_URL" -m "$FM_MUNGE_SOCKET" \
+    explain "$bad" >"$MC_TMP/explain.out" 2>&1
+grep -q 'validate .*failed' "$MC_TMP/explain.out"
+ok $? "fabricctl explain says why: $(grep -m1 'validate .*failed' "$MC_TMP/explain.out")"
+mc fault clear
+undrained () { ! state_of "$1" | grep -q DRAIN; }
+wait_for 120 undrained "$bad"
+ok $? "fault cleared: fabricd resumed $bad (state $(state_of "$bad"))"
+fm_get "/v1/actions?node=$bad" | jq -r '.actions[] | "\(.kind) \(.result): \(.reason)"' \
+    | while IFS= read -r l; do diag "$l"; done
+is "$(fm_get "/v1/actions?node=$bad" | jq '[.actions[] | select(.kind == "validate" and .result == "passed")] | length')" 1 \
+    "after a validation job passed"
+! mc_exec ctl scontrol show reservation 2>/dev/null | grep -q "fm-validate-$bad"
+ok $? "and its reservation is gone"
+
+is "$(reason_of fmn6)" "admin: bad dimm" "fmn6, drained by hand, keeps its reason"
+state_of fmn6 | grep -q DRAIN
+ok $? "and stays drained"
+done_testing
