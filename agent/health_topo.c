@@ -46,7 +46,7 @@ static void topo_fini (void *arg)
 static void *topo_init (const fm_health_conf_t *conf, fm_error_t *err)
 {
     static const char *const skip[] = {
-        "opencl", "gl", "cuda", "nvml", "rsmi", "levelzero"};
+        "opencl", "gl", "cuda", "nvml", "rsmi", "levelzero", "pci"};
     const char *xml = conf ? conf->topology_xml : NULL;
     topo_t *s = calloc (1, sizeof (*s));
 
@@ -61,7 +61,9 @@ static void *topo_init (const fm_health_conf_t *conf, fm_error_t *err)
         fm_errprintf (err, "hwloc_topology_init failed");
         return NULL;
     }
-    /* PCI and the OS's device names are all this needs; the GPU runtime
+    /* PCI and the OS's device names are all this needs, and the linux
+     * component reads both from sysfs: the libpciaccess one ("pci") is
+     * left out too (it leaks what it allocates once unloaded). The GPU runtime
      * components (OpenCL, CUDA, NVML, RSMI, Level Zero) would start GPU
      * runtimes inside the agent, and gl talks to X servers.
      */

@@ -1041,7 +1041,7 @@ static void probation_start (
     int64_t run_s =
         ((pp->resume_windows + m->conf.score.persist_windows + 8) * w) / FM_NSEC_PER_SEC
         + 30;
-    char nodes[160], resv_arg[160], dur[32], wrap[64], tlimit[32], *out = NULL;
+    char nodes[256], resv_arg[160], dur[32], wrap[64], tlimit[32], *out = NULL;
     fm_error_t err;
     struct passwd *pw = getpwuid (geteuid ());
     char users[80];
@@ -1281,6 +1281,7 @@ static void window_close (fm_monitor_t *m, int64_t end_ns)
     fm_policy_elem_t *pel = NULL;
     char (*evid)[512] = NULL, (*expl)[1024] = NULL, (*elname)[96] = NULL;
     jobs_in_t ji = {0};
+    size_t np = 0, nel = 0;
     fm_policy_params_t pp = m->conf.policy;
 
     pthread_mutex_lock (&m->lock);
@@ -1373,7 +1374,7 @@ static void window_close (fm_monitor_t *m, int64_t end_ns)
         fm_warn ("policy: out of memory");
         goto done;
     }
-    size_t np = 0, nel = 0;
+
     for (size_t i = 0; i < ne; i++) {
         const fm_elem_status_t *e = fm_score_elem (m->score, i);
         if (e->kind != FM_ELEM_NODE) {
@@ -1464,11 +1465,11 @@ static void window_close (fm_monitor_t *m, int64_t end_ns)
         fm_warn ("alarm: %s: %s", out.alarms[i].element, out.alarms[i].text);
         alarm_keep (m, &out.alarms[i], end_ns);
         snprintf (rec.kind, sizeof (rec.kind), "alarm");
-        snprintf (rec.element, sizeof (rec.element), "%s", out.alarms[i].element);
+        snprintf (rec.element, sizeof (rec.element), "%.95s", out.alarms[i].element);
         snprintf (rec.reason, sizeof (rec.reason), "%.255s", out.alarms[i].text);
         snprintf (rec.result, sizeof (rec.result), "raised");
         if (strncmp (rec.element, "node:", 5) == 0) {
-            snprintf (rec.node, sizeof (rec.node), "%s", rec.element + 5);
+            snprintf (rec.node, sizeof (rec.node), "%.63s", rec.element + 5);
             rec.job_id = job_of_node (m, rec.node);
         }
         record (m, &rec);

@@ -97,6 +97,11 @@ stop () {
         wait "$1"; rc=$?
     fi
     pids=$(echo "$pids" | sed "s/ $1\b//")
+    if [ "$rc" != 0 ]; then
+        # what a sanitizer said, for the log of this test
+        grep -h -A25 -E 'Sanitizer|runtime error' "$T"/*.log 2>/dev/null | head -60 \
+            | while IFS= read -r l; do diag "$l"; done
+    fi
 }
 
 plan 25

@@ -25,7 +25,7 @@ persist_windows = 2
 recover_windows = 3
 resume_windows = 3
 protect_grace = 10s
-validate_backoff = 10s
+validate_backoff = 40s
 EOF
 mc_up --nodes 6 --fabricd-conf "$conf"
 ok $? "minicluster up with 6 nodes" || exit 1
@@ -122,15 +122,21 @@ val_failed () {
 }
 wait_for 90 val_failed
 ok $? "with the fault still there, the validation job fails"
-state_of "$bad" | grep -q DRAIN && reason_of "$bad" | grep -q '^fabric: .*validation'
+redrained () { state_of "$1" | grep -q DRAIN && reason_of "$1" | grep -q '^fabric: .*validation'; }
+wait_for 10 redrained "$bad"
 ok $? "and $bad is drained again: $(reason_of "$bad")"
 mc_exec ctl "$FM_BUILDDIR/cli/fabricctl" -u "$FM_DAEMON_URL" -m "$FM_MUNGE_SOCKET" \
     explain "$bad" >"$MC_TMP/explain.out" 2>&1
 grep -q 'validate .*failed' "$MC_TMP/explain.out"
-ok $? "fabricctl explain says why: $(grep -m1 'validate .*failed' "$MC_TMP/explain.out")"
+ok $? "fabricctl explain says why: $(grep -m1 'validate .*failed' "$MC_TMP/explain.out")" \
+    || while IFS= read -r l; do diag "$l"; done <"$MC_TMP/explain.out"
 mc fault clear
+val_passed () {
+    [ "$(fm_get "/v1/actions?node=$bad" | jq '[.actions[] | select(.kind == "validate" and .result == "passed")] | length')" -ge 1 ]
+}
 undrained () { ! state_of "$1" | grep -q DRAIN; }
-wait_for 120 undrained "$bad"
+wait_for 150 val_passed
+wait_for 10 undrained "$bad"
 ok $? "fault cleared: fabricd resumed $bad (state $(state_of "$bad"))"
 fm_get "/v1/actions?node=$bad" | jq -r '.actions[] | "\(.kind) \(.result): \(.reason)"' \
     | while IFS= read -r l; do diag "$l"; done
