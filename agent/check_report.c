@@ -231,7 +231,11 @@ void fm_check_print_table (FILE *f,
     }
     fmt_ns (p50, sizeof (p50), sum->median_lat_p50_ns);
     fmt_bw (bw, sizeof (bw), sum->median_bw_bps);
-    fprintf (f, "median: latency %s, bandwidth %s\n", p50, bw);
+    fprintf (f,
+             "median%s: latency %s, bandwidth %s\n",
+             sum->by_reference ? " of the reference pairs" : "",
+             p50,
+             bw);
     print_nodes (f, "failed nodes: ", names, nnodes, nodes, true);
     print_nodes (f, "slow nodes: ", names, nnodes, nodes, false);
     if (sum->nfailed_nodes == 0 && sum->nslow_nodes == 0) {
@@ -281,33 +285,46 @@ pairs_json (char (*names)[FM_CHECK_NAME_MAX], const fm_check_result_t *r, size_t
 json_t *fm_check_body (int64_t job_id,
                        fm_check_mode_t mode,
                        char (*names)[FM_CHECK_NAME_MAX],
+                       uint32_t nnodes,
+                       const bool *ref,
                        const fm_check_result_t *r,
                        size_t n)
 {
     json_t *pairs = pairs_json (names, r, n);
+    json_t *refs = ref ? json_array () : NULL;
+    json_t *o;
 
-    if (!pairs) {
+    for (uint32_t i = 0; refs && i < nnodes; i++) {
+        if (ref[i] && json_array_append_new (refs, json_string (names[i])) < 0) {
+            json_decref (refs);
+            refs = NULL;
+        }
+    }
+    o = json_pack ("{s:I, s:s, s:o}",
+                   "job_id",
+                   (json_int_t)job_id,
+                   "mode",
+                   fm_check_mode_name (mode),
+                   "pairs",
+                   pairs);
+    if (!pairs || !o || (ref && (!refs || json_object_set_new (o, "reference", refs) < 0))) {
+        json_decref (o);
         errno = ENOMEM;
         return NULL;
     }
-    return json_pack ("{s:I, s:s, s:o}",
-                      "job_id",
-                      (json_int_t)job_id,
-                      "mode",
-                      fm_check_mode_name (mode),
-                      "pairs",
-                      pairs);
+    return o;
 }
 
 json_t *fm_check_json (int64_t job_id,
                        fm_check_mode_t mode,
                        char (*names)[FM_CHECK_NAME_MAX],
                        uint32_t nnodes,
+                       const bool *ref,
                        const fm_check_result_t *r,
                        size_t n,
                        const fm_check_node_t *nodes)
 {
-    json_t *o = fm_check_body (job_id, mode, names, r, n);
+    json_t *o = fm_check_body (job_id, mode, names, nnodes, ref, r, n);
     json_t *a = json_array ();
     bool passed = true;
 

@@ -45,11 +45,14 @@ void fm_check_print_table (FILE *f,
                            double elapsed_s);
 
 /* The POST /v1/checks body (doc/api.md). job_id 0: no job (the field is
- * then 0, which fabricd refuses). New reference, NULL/ENOMEM.
+ * then 0, which fabricd refuses). ref: NULL, or nnodes flags naming the
+ * reference nodes (the body's "reference"). New reference, NULL/ENOMEM.
  */
 json_t *fm_check_body (int64_t job_id,
                        fm_check_mode_t mode,
                        char (*names)[FM_CHECK_NAME_MAX],
+                       uint32_t nnodes,
+                       const bool *ref,
                        const fm_check_result_t *r,
                        size_t n);
 
@@ -58,6 +61,7 @@ json_t *fm_check_json (int64_t job_id,
                        fm_check_mode_t mode,
                        char (*names)[FM_CHECK_NAME_MAX],
                        uint32_t nnodes,
+                       const bool *ref,
                        const fm_check_result_t *r,
                        size_t n,
                        const fm_check_node_t *nodes);

@@ -17,13 +17,21 @@ static int cmp_i64 (const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-/* Median of the good pairs' values; v is scratch of n entries. */
-static int64_t median (const fm_check_result_t *r, size_t n, bool bw, int64_t *v)
+static bool in_reference (const fm_check_result_t *r, const bool *ref)
+{
+    return !ref || (ref[r->a] && ref[r->b]);
+}
+
+/* Median of the good pairs' values (between reference nodes when ref is
+ * not NULL); v is scratch of n entries.
+ */
+static int64_t
+median (const fm_check_result_t *r, size_t n, const bool *ref, bool bw, int64_t *v)
 {
     size_t k = 0;
 
     for (size_t i = 0; i < n; i++) {
-        if (r[i].ok) {
+        if (r[i].ok && in_reference (&r[i], ref)) {
             v[k++] = bw ? r[i].bw_bps : r[i].lat_p50_ns;
         }
     }
@@ -68,11 +76,13 @@ static bool is_slow (const fm_check_result_t *r, const fm_check_summary_t *s)
 int fm_check_verdict (fm_check_result_t *r,
                       size_t n,
                       uint32_t nnodes,
+                      const bool *ref,
                       fm_check_node_t *nodes,
                       fm_check_summary_t *sum)
 {
     fm_check_summary_t s = {0};
     int64_t *v;
+    size_t nref = 0;
 
     for (size_t i = 0; i < n; i++) {
         if (r[i].a >= nnodes || r[i].b >= nnodes || r[i].a == r[i].b) {
@@ -83,8 +93,15 @@ int fm_check_verdict (fm_check_result_t *r,
     if (!(v = malloc ((n ? n : 1) * sizeof (*v)))) {
         return -1;
     }
-    s.median_bw_bps = median (r, n, true, v);
-    s.median_lat_p50_ns = median (r, n, false, v);
+    for (size_t i = 0; ref && i < n; i++) {
+        nref += r[i].ok && in_reference (&r[i], ref);
+    }
+    s.by_reference = nref > 0;
+    if (!s.by_reference) {
+        ref = NULL;
+    }
+    s.median_bw_bps = median (r, n, ref, true, v);
+    s.median_lat_p50_ns = median (r, n, ref, false, v);
     free (v);
     memset (nodes, 0, nnodes * sizeof (*nodes));
     for (size_t i = 0; i < n; i++) {

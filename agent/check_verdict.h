@@ -17,6 +17,11 @@
  * keeps microsecond noise on an idle LAN from counting). A node is slow
  * (failed) when more than half of its pairs are slow (failed): the culprit
  * of a bad link is in all of its pairs, each neighbour in only one.
+ *
+ * With reference nodes (nodes known good, such as the peers of a node under
+ * validation), the medians are those of the pairs between reference nodes:
+ * a run of three, one node bad, would otherwise take the bad node's two
+ * pairs for the norm. Without such a pair the run's own medians serve.
  */
 #define FM_CHECK_SLOW_FACTOR 4
 #define FM_CHECK_LAT_FLOOR_NS 200000
@@ -42,16 +47,19 @@ typedef struct {
 typedef struct {
     int64_t median_bw_bps;     /* 0 when no pair succeeded */
     int64_t median_lat_p50_ns; /* 0 when no pair succeeded */
+    bool by_reference;         /* the medians are the reference pairs' */
     uint32_t nslow_nodes, nfailed_nodes;
 } fm_check_summary_t;
 
 /* Judge n results over nnodes nodes: sets each result's slow and badness,
- * fills nodes[nnodes] and *sum. -1/EINVAL when a result names a node index
- * >= nnodes or a pair of a node with itself (nothing is changed then).
+ * fills nodes[nnodes] and *sum. ref: NULL, or nnodes flags marking the
+ * reference nodes. -1/EINVAL when a result names a node index >= nnodes or a
+ * pair of a node with itself (nothing is changed then).
  */
 int fm_check_verdict (fm_check_result_t *r,
                       size_t n,
                       uint32_t nnodes,
+                      const bool *ref,
                       fm_check_node_t *nodes,
                       fm_check_summary_t *sum);
 

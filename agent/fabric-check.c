@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "fm/api.h"
+#include "hostlist.h"
 #include "timeutil.h"
 #include "check_net.h"
 #include "check_pmix.h"
@@ -43,6 +44,8 @@ static const char usage_text[] =
     "  --quick             ring pairs: even/odd, then odd/even (default)\n"
     "  --full              every pair of nodes (at most 128 nodes)\n"
     "  --json              print the result as JSON instead of a table\n"
+    "  --reference NODES   known-good nodes of the step (a hostlist): their\n"
+    "                      pairs set the norm the others are judged by\n"
     "  --daemon URL        post the result to fabricd (default\n"
     "                      $FABRIC_MONITOR_DAEMON; none: not posted)\n"
     "  --munge-socket PATH munged socket (default $FABRIC_MONITOR_MUNGE_SOCKET,\n"
@@ -64,6 +67,7 @@ enum {
     OPT_QUICK = 256,
     OPT_FULL,
     OPT_JSON,
+    OPT_REFERENCE,
     OPT_DAEMON,
     OPT_MUNGE,
     OPT_NO_POST,
@@ -82,6 +86,7 @@ static const struct option longopts[] = {
     {"quick", no_argument, NULL, OPT_QUICK},
     {"full", no_argument, NULL, OPT_FULL},
     {"json", no_argument, NULL, OPT_JSON},
+    {"reference", required_argument, NULL, OPT_REFERENCE},
     {"daemon", required_argument, NULL, OPT_DAEMON},
     {"munge-socket", required_argument, NULL, OPT_MUNGE},
     {"no-post", no_argument, NULL, OPT_NO_POST},
@@ -101,6 +106,7 @@ typedef struct {
     fm_check_mode_t mode;
     bool json, post;
     const char *daemon, *munge_socket, *bind;
+    fm_hostlist_t *reference; /* NULL: none */
     fm_check_params_t p;
     int64_t time_limit_ns;
 } opts_t;
@@ -200,6 +206,15 @@ static void parse_opts (int argc, char **argv, opts_t *o)
         case OPT_JSON:
             o->json = true;
             break;
+        case OPT_REFERENCE: {
+            fm_error_t err;
+            fm_hostlist_destroy (o->reference);
+            if (!(o->reference =
+                      fm_hostlist_expand (optarg, FM_CHECK_NODES_MAX, &err))) {
+                die_usage ("--reference: %s", err.text);
+            }
+            break;
+        }
         case OPT_DAEMON:
             o->daemon = optarg;
             break;
@@ -342,6 +357,7 @@ conclude (const opts_t *o, endpoint_t *ep, uint32_t size, char **vals, double el
     char (*names)[FM_CHECK_NAME_MAX];
     fm_check_result_t *r = NULL;
     fm_check_node_t *nodes;
+    bool *ref = NULL;
     fm_check_summary_t sum;
     const char *jobid = getenv ("SLURM_JOB_ID");
     int64_t job_id = 0;
@@ -351,7 +367,7 @@ conclude (const opts_t *o, endpoint_t *ep, uint32_t size, char **vals, double el
 
     names = calloc (size, sizeof (*names));
     nodes = calloc (size, sizeof (*nodes));
-    if (!names || !nodes) {
+    if (!names || !nodes || (o->reference && !(ref = calloc (size, sizeof (*ref))))) {
         fprintf (stderr, "fabric-check: out of memory\n");
         goto out;
     }
@@ -362,7 +378,20 @@ conclude (const opts_t *o, endpoint_t *ep, uint32_t size, char **vals, double el
             goto out;
         }
     }
-    if (fm_check_verdict (r, n, size, nodes, &sum) < 0) {
+    for (size_t k = 0; ref && k < fm_hostlist_count (o->reference); k++) {
+        const char *h = fm_hostlist_nth (o->reference, k);
+        uint32_t i = 0;
+        while (i < size && strcmp (names[i], h) != 0) {
+            i++;
+        }
+        if (i == size) {
+            fprintf (stderr, "fabric-check: --reference: %s is not a node of this step\n", h);
+            rc = EXIT_USAGE;
+            goto out;
+        }
+        ref[i] = true;
+    }
+    if (fm_check_verdict (r, n, size, ref, nodes, &sum) < 0) {
         fprintf (stderr, "fabric-check: cannot judge: %s\n", strerror (errno));
         goto out;
     }
@@ -374,7 +403,7 @@ conclude (const opts_t *o, endpoint_t *ep, uint32_t size, char **vals, double el
         }
     }
     if (o->json) {
-        json_t *j = fm_check_json (job_id, o->mode, names, size, r, n, nodes);
+        json_t *j = fm_check_json (job_id, o->mode, names, size, ref, r, n, nodes);
         if (!j || json_dumpf (j, stdout, JSON_COMPACT) < 0) {
             json_decref (j);
             fprintf (stderr, "fabric-check: out of memory\n");
@@ -388,7 +417,7 @@ conclude (const opts_t *o, endpoint_t *ep, uint32_t size, char **vals, double el
     }
     fflush (stdout);
     if (o->post && o->daemon && job_id > 0) {
-        json_t *body = fm_check_body (job_id, o->mode, names, r, n);
+        json_t *body = fm_check_body (job_id, o->mode, names, size, ref, r, n);
         if (!body || fm_check_post (o->daemon, o->munge_socket, body, &err) < 0) {
             fprintf (stderr,
                      "fabric-check: result not posted to %s: %s\n",
@@ -401,6 +430,7 @@ conclude (const opts_t *o, endpoint_t *ep, uint32_t size, char **vals, double el
 out:
     free (names);
     free (nodes);
+    free (ref);
     free (r);
     return rc;
 }
@@ -447,13 +477,13 @@ static int run_rounds (const opts_t *o,
 int main (int argc, char **argv)
 {
     opts_t o;
-    fm_check_pmix_t *px;
+    fm_check_pmix_t *px = NULL;
     fm_check_pair_t *pairs = NULL;
     fm_check_result_t *mine = NULL;
     endpoint_t *ep = NULL;
     char **vals = NULL, name[FM_CHECK_NAME_MAX], addr[INET_ADDRSTRLEN], mine_ep[128];
     char *text = NULL;
-    uint32_t rank, size, nrounds;
+    uint32_t rank, size = 0, nrounds;
     size_t npairs, nmine;
     uint16_t port;
     int64_t t0 = fm_time_mono_ns ();
@@ -466,7 +496,7 @@ int main (int argc, char **argv)
     alarm ((unsigned)((o.time_limit_ns + FM_NSEC_PER_SEC - 1) / FM_NSEC_PER_SEC));
     if (node_name (name, sizeof (name)) < 0) {
         fprintf (stderr, "fabric-check: no usable node name: %s\n", strerror (errno));
-        return EXIT_ERROR;
+        goto out;
     }
     if (o.bind) {
         snprintf (addr, sizeof (addr), "%s", o.bind);
@@ -475,11 +505,11 @@ int main (int argc, char **argv)
                  "fabric-check: %s resolves to no IPv4 address but loopback; "
                  "use --bind\n",
                  name);
-        return EXIT_ERROR;
+        goto out;
     }
     if (!(px = fm_check_pmix_init (&rank, &size, &err))) {
         fprintf (stderr, "fabric-check: %s\n", err.text);
-        return EXIT_ERROR;
+        goto out;
     }
     if (fm_check_schedule (o.mode, size, &pairs, &npairs, &nrounds) < 0) {
         if (rank == 0) {
@@ -531,5 +561,6 @@ out:
     free (mine);
     free (pairs);
     fm_check_pmix_fini (px);
+    fm_hostlist_destroy (o.reference);
     return rc;
 }

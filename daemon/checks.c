@@ -25,6 +25,7 @@ typedef struct {
     bool full;
     uint32_t nnodes;
     char (*names)[NAME_MAX_LEN + 1];
+    bool *ref; /* NULL: no reference nodes */
     fm_check_node_t *nodes;
     size_t npairs;
     fm_check_result_t *pairs;
@@ -41,6 +42,7 @@ static void entry_free (entry_t *e)
 {
     if (e) {
         free (e->names);
+        free (e->ref);
         free (e->nodes);
         free (e->pairs);
         free (e);
@@ -224,6 +226,38 @@ static int parse_pair (
     return 0;
 }
 
+/* "reference": the names of known-good nodes among the pairs' (optional). */
+static int
+parse_reference (json_t *refs, entry_t *e, const char **field, fm_error_t *err)
+{
+    json_t *v;
+    size_t i;
+
+    if (!refs) {
+        return 0;
+    }
+    if (!json_is_array (refs) || json_array_size (refs) > e->nnodes) {
+        return bad (field, "reference", err, "want an array of the pairs' node names");
+    }
+    if (!(e->ref = calloc (e->nnodes, sizeof (*e->ref)))) {
+        *field = NULL;
+        errno = ENOMEM;
+        return fm_errprintf (err, "out of memory");
+    }
+    json_array_foreach (refs, i, v) {
+        const char *name = json_string_value (v);
+        uint32_t k = 0;
+        while (name && k < e->nnodes && strcmp (e->names[k], name) != 0) {
+            k++;
+        }
+        if (!name || k == e->nnodes) {
+            return bad (field, "reference", err, "names a node of no pair");
+        }
+        e->ref[k] = true;
+    }
+    return 0;
+}
+
 static int parse (json_t *o, entry_t *e, const char **field, fm_error_t *err)
 {
     const char *key, *mode;
@@ -232,7 +266,7 @@ static int parse (json_t *o, entry_t *e, const char **field, fm_error_t *err)
 
     json_object_foreach (o, key, v) {
         if (strcmp (key, "job_id") != 0 && strcmp (key, "mode") != 0
-            && strcmp (key, "pairs") != 0) {
+            && strcmp (key, "pairs") != 0 && strcmp (key, "reference") != 0) {
             *field = "body";
             errno = EINVAL;
             return fm_errprintf (err, "unknown field '%.64s'", key);
@@ -272,7 +306,7 @@ static int parse (json_t *o, entry_t *e, const char **field, fm_error_t *err)
         errno = ENOMEM;
         return fm_errprintf (err, "out of memory");
     }
-    return 0;
+    return parse_reference (json_object_get (o, "reference"), e, field, err);
 }
 
 int fm_checks_add (fm_checks_t *c,
@@ -314,7 +348,7 @@ int fm_checks_add (fm_checks_t *c,
     }
     json_decref (o);
     /* indices come from our own table: the verdict cannot refuse them */
-    (void)fm_check_verdict (e->pairs, e->npairs, e->nnodes, e->nodes, &sum);
+    (void)fm_check_verdict (e->pairs, e->npairs, e->nnodes, e->ref, e->nodes, &sum);
     fm_check_sort (e->pairs, e->npairs);
     e->received_ns = now_ns;
     e->uid = uid;
@@ -336,6 +370,7 @@ static bool node_passed (const fm_check_node_t *n)
 static json_t *entry_json (const entry_t *e)
 {
     json_t *pairs = json_array (), *nodes = json_array ();
+    json_t *refs = json_array ();
     bool passed = true;
 
     for (size_t i = 0; pairs && i < e->npairs; i++) {
@@ -362,6 +397,11 @@ static json_t *entry_json (const entry_t *e)
             goto fail;
         }
     }
+    for (uint32_t i = 0; refs && e->ref && i < e->nnodes; i++) {
+        if (e->ref[i] && json_array_append_new (refs, json_string (e->names[i])) < 0) {
+            goto fail;
+        }
+    }
     for (uint32_t i = 0; nodes && i < e->nnodes; i++) {
         json_t *n = json_pack ("{s:s, s:b, s:b, s:b}",
                                "name",
@@ -377,10 +417,10 @@ static json_t *entry_json (const entry_t *e)
             goto fail;
         }
     }
-    if (!pairs || !nodes) {
+    if (!pairs || !nodes || !refs) {
         goto fail;
     }
-    return json_pack ("{s:I, s:s, s:I, s:I, s:b, s:b, s:o, s:o}",
+    return json_pack ("{s:I, s:s, s:I, s:I, s:b, s:b, s:o, s:o, s:o}",
                       "job_id",
                       (json_int_t)e->job_id,
                       "mode",
@@ -396,10 +436,13 @@ static json_t *entry_json (const entry_t *e)
                       "pairs",
                       pairs,
                       "nodes",
-                      nodes);
+                      nodes,
+                      "reference",
+                      refs);
 fail:
     json_decref (pairs);
     json_decref (nodes);
+    json_decref (refs);
     return NULL;
 }
 

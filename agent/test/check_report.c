@@ -103,7 +103,7 @@ static void test_table (void **state)
     FILE *f;
 
     results (r);
-    assert_int_equal (fm_check_verdict (r, 6, 6, nodes, &s), 0);
+    assert_int_equal (fm_check_verdict (r, 6, 6, NULL, nodes, &s), 0);
     fm_check_sort (r, 6);
     assert_non_null (f = open_memstream (&buf, &len));
     fm_check_print_table (f, FM_CHECK_QUICK, names, 6, r, 6, nodes, &s, 1.5);
@@ -119,7 +119,7 @@ static void test_table (void **state)
         r[i].ok = true;
         r[i].bw_bps = 8000000000LL;
     }
-    assert_int_equal (fm_check_verdict (r, 6, 6, nodes, &s), 0);
+    assert_int_equal (fm_check_verdict (r, 6, 6, NULL, nodes, &s), 0);
     assert_non_null (f = open_memstream (&buf, &len));
     fm_check_print_table (f, FM_CHECK_FULL, names, 6, r, 6, nodes, &s, 1.5);
     fclose (f);
@@ -136,8 +136,8 @@ static void test_json (void **state)
     json_t *o, *p;
 
     results (r);
-    assert_int_equal (fm_check_verdict (r, 6, 6, nodes, &s), 0);
-    assert_non_null (o = fm_check_body (42, FM_CHECK_QUICK, names, r, 6));
+    assert_int_equal (fm_check_verdict (r, 6, 6, NULL, nodes, &s), 0);
+    assert_non_null (o = fm_check_body (42, FM_CHECK_QUICK, names, 6, NULL, r, 6));
     assert_int_equal (json_integer_value (json_object_get (o, "job_id")), 42);
     assert_string_equal (json_string_value (json_object_get (o, "mode")), "quick");
     assert_int_equal (json_object_size (o), 3);
@@ -150,11 +150,21 @@ static void test_json (void **state)
     assert_null (
         json_object_get (json_array_get (json_object_get (o, "pairs"), 0), "error"));
     json_decref (o);
-    assert_non_null (o = fm_check_json (42, FM_CHECK_FULL, names, 6, r, 6, nodes));
+    assert_non_null (o = fm_check_json (42, FM_CHECK_FULL, names, 6, NULL, r, 6, nodes));
     assert_true (json_is_false (json_object_get (o, "passed")));
     p = json_array_get (json_object_get (o, "nodes"), 5);
     assert_string_equal (json_string_value (json_object_get (p, "name")), "fmn6");
     assert_true (json_is_true (json_object_get (p, "slow")));
+    assert_null (json_object_get (o, "reference"));
+    json_decref (o);
+    /* --reference: the body names the reference nodes, in node order */
+    const bool ref[6] = {false, true, false, true, false, false};
+    assert_non_null (o = fm_check_body (42, FM_CHECK_FULL, names, 6, ref, r, 6));
+    assert_int_equal (json_object_size (o), 4);
+    p = json_object_get (o, "reference");
+    assert_int_equal (json_array_size (p), 2);
+    assert_string_equal (json_string_value (json_array_get (p, 0)), "fmn2");
+    assert_string_equal (json_string_value (json_array_get (p, 1)), "fmn4");
     json_decref (o);
 }
 

@@ -40,7 +40,7 @@ static void test_slow_node_quick (void **state)
     fm_check_node_t nodes[4];
     fm_check_summary_t s;
 
-    assert_int_equal (fm_check_verdict (r, 4, 4, nodes, &s), 0);
+    assert_int_equal (fm_check_verdict (r, 4, 4, NULL, nodes, &s), 0);
     assert_true (r[1].slow);
     assert_true (r[3].slow);
     assert_false (r[0].slow);
@@ -75,7 +75,7 @@ static void test_failed_first (void **state)
 
     r[2].ok = false;
     snprintf (r[2].error, sizeof (r[2].error), "connect: timed out");
-    assert_int_equal (fm_check_verdict (r, 3, 3, nodes, &s), 0);
+    assert_int_equal (fm_check_verdict (r, 3, 3, NULL, nodes, &s), 0);
     assert_true (isinf (r[2].badness));
     assert_false (r[2].slow);
     fm_check_sort (r, 3);
@@ -98,7 +98,7 @@ static void test_failed_node (void **state)
     fm_check_summary_t s;
 
     r[1].ok = r[3].ok = false;
-    assert_int_equal (fm_check_verdict (r, 4, 4, nodes, &s), 0);
+    assert_int_equal (fm_check_verdict (r, 4, 4, NULL, nodes, &s), 0);
     assert_true (nodes[3].failed);
     assert_false (nodes[3].slow);
     assert_false (nodes[0].failed);
@@ -108,7 +108,7 @@ static void test_failed_node (void **state)
     for (int i = 0; i < 4; i++) {
         r[i].ok = false;
     }
-    assert_int_equal (fm_check_verdict (r, 4, 4, nodes, &s), 0);
+    assert_int_equal (fm_check_verdict (r, 4, 4, NULL, nodes, &s), 0);
     assert_int_equal (s.median_bw_bps, 0);
     assert_int_equal (s.nfailed_nodes, 4);
 }
@@ -125,22 +125,67 @@ static void test_latency_rule (void **state)
     fm_check_node_t nodes[4];
     fm_check_summary_t s;
 
-    assert_int_equal (fm_check_verdict (r, 4, 4, nodes, &s), 0);
+    assert_int_equal (fm_check_verdict (r, 4, 4, NULL, nodes, &s), 0);
     assert_int_equal (s.median_lat_p50_ns, 20000);
     assert_false (r[3].slow);
     /* beyond both: slow */
     r[3].lat_p50_ns = 20000 + FM_CHECK_LAT_FLOOR_NS + 1;
-    assert_int_equal (fm_check_verdict (r, 4, 4, nodes, &s), 0);
+    assert_int_equal (fm_check_verdict (r, 4, 4, NULL, nodes, &s), 0);
     assert_true (r[3].slow);
     /* bandwidth exactly a quarter of the median is not below it */
     r[3].lat_p50_ns = 20000;
     r[3].bw_bps = 2 * GBIT;
-    assert_int_equal (fm_check_verdict (r, 4, 4, nodes, &s), 0);
+    assert_int_equal (fm_check_verdict (r, 4, 4, NULL, nodes, &s), 0);
     assert_int_equal (s.median_bw_bps, 8 * GBIT);
     assert_false (r[3].slow);
     r[3].bw_bps = 2 * GBIT - 1;
-    assert_int_equal (fm_check_verdict (r, 4, 4, nodes, &s), 0);
+    assert_int_equal (fm_check_verdict (r, 4, 4, NULL, nodes, &s), 0);
     assert_true (r[3].slow);
+}
+
+/* A node under validation with two known-good peers (a full check of three):
+ * its two pairs are the majority, and only the peers' pair is the norm.
+ */
+static void test_reference (void **state)
+{
+    fm_check_result_t r[3] = {
+        pair (0, 1, 900000, 20000000),
+        pair (0, 2, 950000, 25000000),
+        pair (1, 2, 30000, 9 * GBIT),
+    };
+    const bool ref[3] = {false, true, true};
+    const bool ref_one[3] = {false, true, false};
+    fm_check_node_t nodes[3];
+    fm_check_summary_t s;
+
+    /* without the reference the slow node sets the norm */
+    assert_int_equal (fm_check_verdict (r, 3, 3, NULL, nodes, &s), 0);
+    assert_false (s.by_reference);
+    assert_int_equal (s.nslow_nodes, 0);
+    assert_int_equal (s.median_bw_bps, 25000000);
+    assert_int_equal (fm_check_verdict (r, 3, 3, ref, nodes, &s), 0);
+    assert_true (s.by_reference);
+    assert_int_equal (s.median_bw_bps, 9 * GBIT);
+    assert_int_equal (s.median_lat_p50_ns, 30000);
+    assert_true (nodes[0].slow);
+    assert_false (nodes[1].slow);
+    assert_false (nodes[2].slow);
+    assert_false (r[2].slow);
+    assert_int_equal (s.nslow_nodes, 1);
+    /* healed: every pair alike, nobody slow */
+    r[0] = pair (0, 1, 31000, 8 * GBIT);
+    r[1] = pair (0, 2, 29000, 10 * GBIT);
+    assert_int_equal (fm_check_verdict (r, 3, 3, ref, nodes, &s), 0);
+    assert_int_equal (s.nslow_nodes + s.nfailed_nodes, 0);
+    /* a reference pair that failed is no norm: the run's medians serve */
+    r[2].ok = false;
+    assert_int_equal (fm_check_verdict (r, 3, 3, ref, nodes, &s), 0);
+    assert_false (s.by_reference);
+    assert_int_equal (s.median_lat_p50_ns, 30000);
+    /* one reference node makes no reference pair */
+    r[2].ok = true;
+    assert_int_equal (fm_check_verdict (r, 3, 3, ref_one, nodes, &s), 0);
+    assert_false (s.by_reference);
 }
 
 static void test_bad_input (void **state)
@@ -150,13 +195,13 @@ static void test_bad_input (void **state)
     fm_check_summary_t s = {.nslow_nodes = 9};
 
     errno = 0;
-    assert_int_equal (fm_check_verdict (r, 1, 4, nodes, &s), -1);
+    assert_int_equal (fm_check_verdict (r, 1, 4, NULL, nodes, &s), -1);
     assert_int_equal (errno, EINVAL);
     r[0].b = 0;
-    assert_int_equal (fm_check_verdict (r, 1, 4, nodes, &s), -1);
+    assert_int_equal (fm_check_verdict (r, 1, 4, NULL, nodes, &s), -1);
     assert_int_equal (nodes[0].npairs, 9);
     assert_int_equal (s.nslow_nodes, 9);
-    assert_int_equal (fm_check_verdict (NULL, 0, 4, nodes, &s), 0);
+    assert_int_equal (fm_check_verdict (NULL, 0, 4, NULL, nodes, &s), 0);
     assert_int_equal (s.nslow_nodes, 0);
 }
 
@@ -167,6 +212,7 @@ int main (void)
         cmocka_unit_test (test_failed_first),
         cmocka_unit_test (test_failed_node),
         cmocka_unit_test (test_latency_rule),
+        cmocka_unit_test (test_reference),
         cmocka_unit_test (test_bad_input),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);

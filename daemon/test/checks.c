@@ -241,6 +241,60 @@ static void test_newest_wins (void **state)
     json_decref (o);
 }
 
+/* A validation's check of three: the node under test and two reference
+ * peers. Judged by the peers' pair, the slow node is found although its two
+ * pairs are the run's majority.
+ */
+static void test_reference (void **state)
+{
+    static const char body[] =
+        "{\"job_id\":12,\"mode\":\"full\",\"reference\":[\"fmn1\",\"fmn3\"],"
+        "\"pairs\":["
+        "{\"a\":\"fmn1\",\"b\":\"fmn2\",\"lat_p50_ns\":800000,\"lat_p99_ns\":900000,"
+        "\"bw_bps\":20000000,\"ok\":true},"
+        "{\"a\":\"fmn2\",\"b\":\"fmn3\",\"lat_p50_ns\":810000,\"lat_p99_ns\":990000,"
+        "\"bw_bps\":21000000,\"ok\":true},"
+        "{\"a\":\"fmn1\",\"b\":\"fmn3\",\"lat_p50_ns\":25000,\"lat_p99_ns\":70000,"
+        "\"bw_bps\":9000000000,\"ok\":true}]}";
+    fixture_t *f = *state;
+    json_t *o, *c;
+    int passed = -1;
+
+    assert_int_equal (call (f, "POST", body, &root, &o), 200);
+    json_decref (o);
+    assert_int_equal (fm_checks_node_result (f->d.checks, "fmn2", 0, &passed), 0);
+    assert_int_equal (passed, 0);
+    assert_int_equal (fm_checks_node_result (f->d.checks, "fmn1", 0, &passed), 0);
+    assert_int_equal (passed, 1);
+    f->job = "12";
+    assert_int_equal (call (f, "GET", NULL, &root, &o), 200);
+    c = json_array_get (json_object_get (o, "checks"), 0);
+    assert_int_equal (json_array_size (json_object_get (c, "reference")), 2);
+    assert_string_equal (
+        json_string_value (json_array_get (json_object_get (c, "reference"), 0)), "fmn1");
+    json_decref (o);
+    /* a reference that names no node of the pairs, or is no array of names */
+    const char *bad[] = {
+        "{\"job_id\":12,\"mode\":\"full\",\"reference\":[\"fmn9\"],\"pairs\":["
+        "{\"a\":\"fmn1\",\"b\":\"fmn2\",\"lat_p50_ns\":1,\"lat_p99_ns\":1,"
+        "\"bw_bps\":1,\"ok\":true}]}",
+        "{\"job_id\":12,\"mode\":\"full\",\"reference\":\"fmn1\",\"pairs\":["
+        "{\"a\":\"fmn1\",\"b\":\"fmn2\",\"lat_p50_ns\":1,\"lat_p99_ns\":1,"
+        "\"bw_bps\":1,\"ok\":true}]}",
+        "{\"job_id\":12,\"mode\":\"full\",\"reference\":[1],\"pairs\":["
+        "{\"a\":\"fmn1\",\"b\":\"fmn2\",\"lat_p50_ns\":1,\"lat_p99_ns\":1,"
+        "\"bw_bps\":1,\"ok\":true}]}",
+        "{\"job_id\":12,\"mode\":\"full\",\"reference\":[\"fmn1\",\"fmn2\",\"fmn1\"],"
+        "\"pairs\":[{\"a\":\"fmn1\",\"b\":\"fmn2\",\"lat_p50_ns\":1,"
+        "\"lat_p99_ns\":1,\"bw_bps\":1,\"ok\":true}]}",
+    };
+    for (size_t i = 0; i < sizeof (bad) / sizeof (bad[0]); i++) {
+        assert_int_equal (call (f, "POST", bad[i], &root, &o), 400);
+        assert_string_equal (error_field (o), "reference");
+        json_decref (o);
+    }
+}
+
 static void test_invalid (void **state)
 {
     static const struct {
@@ -414,6 +468,7 @@ int main (void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown (test_post_and_get, setup, teardown),
         cmocka_unit_test_setup_teardown (test_newest_wins, setup, teardown),
+        cmocka_unit_test_setup_teardown (test_reference, setup, teardown),
         cmocka_unit_test_setup_teardown (test_invalid, setup, teardown),
         cmocka_unit_test_setup_teardown (test_too_many_pairs, setup, teardown),
         cmocka_unit_test_setup_teardown (test_authorisation, setup, teardown),

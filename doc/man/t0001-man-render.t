@@ -6,12 +6,12 @@
 # has the sections an admin looks for.
 . "${FM_TOP_SRCDIR:?}/tests/tap.sh"
 
-pages="fabricd.8 fabricd.conf.5 fabricctl.1 fabric-agent.8 fabric_monitor.8"
+pages="fabricd.8 fabricd.conf.5 fabricctl.1 fabric-check.1 fabric-agent.8 fabric_monitor.8"
 dir="$FM_TOP_SRCDIR/doc/man"
 
 command -v man >/dev/null && command -v groff >/dev/null \
     || plan_skip_all "man or groff not installed (man-db, groff-base)"
-plan 15
+plan 18
 
 for p in $pages; do
     out=$(MANWIDTH=80 man --warnings -l "$dir/$p" 2>&1 >/dev/null)
