@@ -171,7 +171,15 @@ const fm_conf_item_t fm_dconf_table[] = {
      0,
      NULL,
      "before resuming a drained node no job observes, hold it in a reservation and"
-     " probe it with a short monitored job and a healthy peer"},
+     " probe it with a short monitored job and healthy peers"},
+    {"validate_check",
+     FM_CONF_BOOL,
+     "yes",
+     0,
+     0,
+     NULL,
+     "the validation job also runs fabric-check against its peers, and the node"
+     " passes only when that check passes"},
     {"validate_backoff",
      FM_CONF_DURATION,
      "10m",

@@ -136,6 +136,7 @@ static fm_monitor_t *monitor_create (fm_daemon_t *d,
         .sync = sync,
         .window_ns = fm_conf_duration (conf, "report_window"),
         .auto_validate = fm_conf_bool (conf, "auto_validate"),
+        .validate_check = fm_conf_bool (conf, "validate_check"),
         .validate_backoff_ns = fm_conf_duration (conf, "validate_backoff"),
     };
     fm_monitor_t *m;

@@ -3,8 +3,10 @@
  */
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <stdarg.h>
@@ -16,6 +18,7 @@
 #include <unistd.h>
 
 #include "actions.h"
+#include "checks.h"
 #include "health_map.h"
 #include "hostlist.h"
 #include "log.h"
@@ -52,6 +55,7 @@ typedef struct {
     size_t nnodes;
     /* the loop's own */
     bool signaled;
+    int64_t signaled_ns;
     int restarts_at_signal;
 } mjob_t;
 
@@ -75,7 +79,7 @@ typedef struct {
 
 /* A node drained by us that no job observes any more is validated before it
  * is resumed: held in a reservation only we can use, resumed, and probed by a
- * short monitored job with a healthy peer.
+ * short monitored job with healthy peers, which also runs fabric-check.
  */
 typedef struct {
     bool active;
@@ -84,6 +88,19 @@ typedef struct {
     int64_t started_ns, deadline_ns;
     int64_t sent, lost; /* probes to and from the node since the start */
 } probation_t;
+
+/* The validation job probes faster than jobs do, to decide in seconds. */
+#define VALIDATE_RATE "50"
+/* Loss decisions need this many probes, and confidence: passing wants the
+ * loss below the threshold at 95% (Wilson upper bound, z 1.96: 0 lost of
+ * about 770 at 0.5%), failing wants it above at z 3, so that the odd probe
+ * lost while agents start does not fail a healthy node.
+ */
+#define VALIDATE_PROBES_MIN 200
+#define VALIDATE_Z_PASS 1.96
+#define VALIDATE_Z_FAIL 3.0
+/* Jobs fabricd requeued get the healthy nodes before any validation does. */
+#define VALIDATE_YIELD_NS (15LL * 60 * FM_NSEC_PER_SEC)
 
 typedef struct {
     char node[64];
@@ -566,12 +583,13 @@ static const char *kind_word (fm_action_kind_t k)
     return k == FM_ACT_SET_WEIGHT ? "weight" : fm_action_name (k);
 }
 
-static void mark_signaled (fm_monitor_t *m, int64_t job_id, int restarts)
+static void mark_signaled (fm_monitor_t *m, int64_t job_id, int restarts, int64_t now)
 {
     pthread_mutex_lock (&m->lock);
     for (size_t i = 0; i < m->njobs; i++) {
         if (m->jobs[i].job_id == job_id) {
             m->jobs[i].signaled = true;
+            m->jobs[i].signaled_ns = now;
             m->jobs[i].restarts_at_signal = restarts;
         }
     }
@@ -618,7 +636,7 @@ static void execute (fm_monitor_t *m, const fm_action_t *a, int64_t now)
         break;
     case FM_ACT_SIGNAL:
         if (fm_actions_job_info (m->act, a->job_id, &info, NULL) == 0) {
-            mark_signaled (m, a->job_id, info.restarts);
+            mark_signaled (m, a->job_id, info.restarts, now);
         }
         fm_job_info_clear (&info);
         rc = fm_actions_signal_job (m->act, a->job_id, a->signal, true, &err);
@@ -674,6 +692,7 @@ typedef struct {
     fm_hostlist_t **hl;
     const char ***names;
     size_t n;
+    size_t waiting; /* jobs we moved that wait to start again */
 } jobs_in_t;
 
 static void jobs_in_free (jobs_in_t *ji)
@@ -690,7 +709,7 @@ static void jobs_in_free (jobs_in_t *ji)
 
 static int jobs_collect (fm_monitor_t *m, int64_t now, jobs_in_t *ji)
 {
-    int64_t *ids = NULL;
+    int64_t *ids = NULL, *sig_ns = NULL;
     bool *sig = NULL;
     int *base = NULL;
     size_t n = 0;
@@ -719,10 +738,12 @@ static int jobs_collect (fm_monitor_t *m, int64_t now, jobs_in_t *ji)
     if (m->njobs
         && (!(ids = calloc (m->njobs, sizeof (*ids)))
             || !(sig = calloc (m->njobs, sizeof (*sig)))
+            || !(sig_ns = calloc (m->njobs, sizeof (*sig_ns)))
             || !(base = calloc (m->njobs, sizeof (*base))))) {
         pthread_mutex_unlock (&m->lock);
         free (ids);
         free (sig);
+        free (sig_ns);
         free (base);
         return -1;
     }
@@ -730,6 +751,7 @@ static int jobs_collect (fm_monitor_t *m, int64_t now, jobs_in_t *ji)
         if (m->jobs[i].mode == FM_JOB_PROTECT) {
             ids[n] = m->jobs[i].job_id;
             sig[n] = m->jobs[i].signaled;
+            sig_ns[n] = m->jobs[i].signaled_ns;
             base[n++] = m->jobs[i].restarts_at_signal;
         }
     }
@@ -768,10 +790,15 @@ static int jobs_collect (fm_monitor_t *m, int64_t now, jobs_in_t *ji)
             .requeued =
                 sig[i] && (info.state == FM_JOB_PENDING || info.restarts > base[i]),
         };
+        if (sig[i] && info.state == FM_JOB_PENDING
+            && now - sig_ns[i] < VALIDATE_YIELD_NS) {
+            ji->waiting++;
+        }
         fm_job_info_clear (&info);
     }
     free (ids);
     free (sig);
+    free (sig_ns);
     free (base);
     return 0;
 }
@@ -1041,7 +1068,7 @@ static void probation_start (
     int64_t run_s =
         ((pp->resume_windows + m->conf.score.persist_windows + 8) * w) / FM_NSEC_PER_SEC
         + 30;
-    char nodes[256], resv_arg[160], dur[32], wrap[64], tlimit[32], *out = NULL;
+    char nodes[256], resv_arg[160], dur[32], wrap[512], tlimit[32], *out = NULL;
     fm_error_t err;
     struct passwd *pw = getpwuid (geteuid ());
     char users[80];
@@ -1099,7 +1126,22 @@ static void probation_start (
               peer2 ? peer2 : "");
     char nnodes[16];
     snprintf (nnodes, sizeof (nnodes), "--nodes=%d", peer2 ? 3 : 2);
-    snprintf (wrap, sizeof (wrap), "sleep %lld", (long long)run_s);
+    /* The check's program and fabricd's URL come from the plugin's task
+     * environment; the names were checked by shell_safe() in the caller.
+     */
+    if (m->conf.validate_check) {
+        snprintf (wrap,
+                  sizeof (wrap),
+                  "srun --mpi=pmix --ntasks-per-node=1 --quiet"
+                  " \"${FABRIC_MONITOR_CHECK:-fabric-check}\" --full"
+                  " --reference %s%s%s --time-limit 30s; exec sleep %lld",
+                  peer,
+                  peer2 ? "," : "",
+                  peer2 ? peer2 : "",
+                  (long long)run_s);
+    } else {
+        snprintf (wrap, sizeof (wrap), "exec sleep %lld", (long long)run_s);
+    }
     snprintf (tlimit, sizeof (tlimit), "--time=%lld", (long long)(run_s / 60 + 2));
     char *sbatch[] = {"sbatch",
                       "--parsable",
@@ -1108,7 +1150,7 @@ static void probation_start (
                       nodes,
                       tlimit,
                       "--job-name=fm-validate",
-                      "--fabric-monitor=observe",
+                      "--fabric-monitor=observe,rate=" VALIDATE_RATE,
                       "--output=/dev/null",
                       "--no-requeue",
                       "--wrap",
@@ -1139,7 +1181,149 @@ static void probation_start (
                      peer2 ? peer2 : "");
 }
 
-static void probation_step (fm_monitor_t *m, int64_t now)
+/* Wilson score interval of lost/sent at z. */
+static void loss_bounds (int64_t lost, int64_t sent, double z, double *lo, double *hi)
+{
+    double n = (double)sent, p = n > 0 ? (double)lost / n : 0;
+    double c = 1 + z * z / n;
+    double mid = p + z * z / (2 * n);
+    double half = z * sqrt (p * (1 - p) / n + z * z / (4 * n * n));
+
+    *lo = (mid - half) / c;
+    *hi = (mid + half) / c;
+}
+
+/* Node names go into a shell command line (the validation job's script). */
+static bool shell_safe (const char *name)
+{
+    if (!name[0]) {
+        return false;
+    }
+    for (const char *c = name; *c; c++) {
+        if (!(isalnum ((unsigned char)*c) || *c == '-' || *c == '_' || *c == '.')) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The validation job's fabric-check verdict on its node: 1 passed, 0 not,
+ * -1 no result yet. Posted by the job's owner, fabricd's own user.
+ */
+static int check_result (fm_monitor_t *m)
+{
+    fm_ident_t self = {.uid = geteuid (), .gid = getegid ()};
+    json_t *a = fm_checks_json (m->d->checks, m->prob.job_id, &self, true, -1);
+    json_t *r, *n;
+    size_t i, k;
+    int rc = -1;
+
+    json_array_foreach (a, i, r) {
+        json_array_foreach (json_object_get (r, "nodes"), k, n) {
+            const char *name = json_string_value (json_object_get (n, "name"));
+            if (rc < 0 && name && strcmp (name, m->prob.node) == 0) {
+                rc = json_is_true (json_object_get (n, "passed"));
+            }
+        }
+    }
+    json_decref (a);
+    return rc;
+}
+
+static void probation_fail (fm_monitor_t *m, int64_t now, const char *fmt, ...)
+    __attribute__ ((format (printf, 3, 4)));
+
+/* fmt: the reason after "fabric: ", as Slurm shows it and explain records. */
+static void probation_fail (fm_monitor_t *m, int64_t now, const char *fmt, ...)
+{
+    char reason[256];
+    va_list ap;
+    int n = snprintf (reason, sizeof (reason), "fabric: ");
+
+    va_start (ap, fmt);
+    vsnprintf (reason + n, sizeof (reason) - (size_t)n, fmt, ap);
+    va_end (ap);
+    validate_record (m, now, "failed", "%s", reason + n);
+    probation_end (m, reason, now);
+}
+
+/* A validation passes when the job shows resume_windows clean windows, loss
+ * below fail_loss with confidence and (validate_check) a passing fabric-check;
+ * it fails as soon as any of them shows the fault, or at the deadline.
+ */
+static void probation_judge (fm_monitor_t *m, int64_t now)
+{
+    const fm_policy_params_t *pp = &m->conf.policy;
+    int id = fm_topo_node_find (m->topo, m->prob.node);
+    const fm_elem_status_t *e =
+        id >= 0 ? fm_score_find (m->score, FM_ELEM_NODE, id) : NULL;
+    double thr = m->conf.score.fail_loss, lo = 0, hi = 1;
+    int check = m->conf.validate_check ? -1 : 1; /* -1: no result yet */
+    int clean = id >= 0 ? fm_score_node_clean (m->score, id) : 0;
+    char peers[160];
+
+    snprintf (peers,
+              sizeof (peers),
+              "%s%s%s",
+              m->prob.peer,
+              m->prob.peer2[0] ? " and " : "",
+              m->prob.peer2);
+    if (m->prob.sent >= VALIDATE_PROBES_MIN) {
+        loss_bounds (m->prob.lost, m->prob.sent, VALIDATE_Z_FAIL, &lo, &hi);
+        if (lo > thr) {
+            probation_fail (m,
+                            now,
+                            "loss: validation failed: loss %.2f%% (%lld/%lld probes)"
+                            " on its links with %s",
+                            100.0 * (double)m->prob.lost / (double)m->prob.sent,
+                            (long long)m->prob.lost,
+                            (long long)m->prob.sent,
+                            peers);
+            return;
+        }
+        loss_bounds (m->prob.lost, m->prob.sent, VALIDATE_Z_PASS, &lo, &hi);
+    }
+    if (m->conf.validate_check) {
+        check = check_result (m);
+    }
+    if (check == 0) {
+        probation_fail (m,
+                        now,
+                        "check: validation failed: fabric-check of job %" PRId64
+                        " found it slow or failing against %s",
+                        m->prob.job_id,
+                        peers);
+    } else if (e && e->state >= FM_STATE_DEGRADED) {
+        char ev[200];
+        fm_score_evidence (m->topo, e, ev, sizeof (ev));
+        probation_fail (
+            m, now, "%s: validation failed: %s", fm_class_name (e->cls), ev);
+    } else if (clean >= pp->resume_windows && check == 1 && hi < thr) {
+        validate_record (m,
+                         now,
+                         "passed",
+                         "healthy for %d windows with %s, loss %lld/%lld probes%s:"
+                         " resumed",
+                         clean,
+                         peers,
+                         (long long)m->prob.lost,
+                         (long long)m->prob.sent,
+                         m->conf.validate_check ? ", fabric-check passed" : "");
+        probation_end (m, NULL, now);
+    } else if (now >= m->prob.deadline_ns) {
+        probation_fail (m,
+                        now,
+                        "validation: not shown healthy before the deadline: %d/%d clean"
+                        " windows, %lld/%lld probes lost%s",
+                        clean,
+                        pp->resume_windows,
+                        (long long)m->prob.lost,
+                        (long long)m->prob.sent,
+                        check < 0 ? ", no fabric-check result" : "");
+    }
+}
+
+static void probation_step (fm_monitor_t *m, int64_t now, size_t waiting)
 {
     const fm_policy_params_t *pp = &m->conf.policy;
     int64_t w = m->conf.window_ns;
@@ -1149,53 +1333,10 @@ static void probation_step (fm_monitor_t *m, int64_t now)
         return;
     }
     if (m->prob.active) {
-        int id = fm_topo_node_find (m->topo, m->prob.node);
-        const fm_elem_status_t *e =
-            id >= 0 ? fm_score_find (m->score, FM_ELEM_NODE, id) : NULL;
-        /* With one or two peers localization may not blame anyone: the
-         * peers are healthy, so loss on the node's own links is its own.
-         */
-        double loss =
-            m->prob.sent > 0 ? (double)m->prob.lost / (double)m->prob.sent : 0;
-        if (m->prob.sent >= 100 && loss > m->conf.score.fail_loss) {
-            char reason[256];
-            snprintf (reason,
-                      sizeof (reason),
-                      "fabric: loss: validation failed: loss %.2f%% (%lld/%lld probes)"
-                      " on its links with %s%s%s",
-                      100.0 * loss,
-                      (long long)m->prob.lost,
-                      (long long)m->prob.sent,
-                      m->prob.peer,
-                      m->prob.peer2[0] ? " and " : "",
-                      m->prob.peer2);
-            validate_record (m, now, "failed", "%s", reason + strlen ("fabric: "));
-            probation_end (m, reason, now);
-        } else if (e && e->state >= FM_STATE_DEGRADED) {
-            char ev[200], reason[256];
-            fm_score_evidence (m->topo, e, ev, sizeof (ev));
-            snprintf (reason,
-                      sizeof (reason),
-                      "fabric: %s: validation failed: %s",
-                      fm_class_name (e->cls),
-                      ev);
-            validate_record (m, now, "failed", "%s", reason + strlen ("fabric: "));
-            probation_end (m, reason, now);
-        } else if (id >= 0
-                   && fm_score_node_clean (m->score, id) >= pp->resume_windows) {
-            validate_record (m,
-                             now,
-                             "passed",
-                             "healthy for %d windows with %s: resumed",
-                             fm_score_node_clean (m->score, id),
-                             m->prob.peer);
-            probation_end (m, NULL, now);
-        } else if (now >= m->prob.deadline_ns) {
-            validate_record (
-                m, now, "failed", "no evidence before the validation deadline");
-            probation_end (
-                m, "fabric: validation: no fabric evidence before the deadline", now);
-        }
+        probation_judge (m, now);
+        return;
+    }
+    if (waiting) {
         return;
     }
     for (size_t i = 0; i < m->nslurm; i++) {
@@ -1204,7 +1345,8 @@ static void probation_step (fm_monitor_t *m, int64_t now)
         if (!(ni->state & FM_NODE_DRAIN)
             || (ni->state & (FM_NODE_ALLOC | FM_NODE_MIXED))
             || !fm_policy_reason_ours (ni->reason) || is_manual (ni->reason) || id < 0
-            || now - m->seen_ns[id] < 3 * w || backed_off (m, ni->name, now)) {
+            || now - m->seen_ns[id] < 3 * w || backed_off (m, ni->name, now)
+            || !shell_safe (ni->name)) {
             continue;
         }
         /* up to two healthy idle peers, on the same leaf when there are */
@@ -1216,7 +1358,8 @@ static void probation_step (fm_monitor_t *m, int64_t now)
                 int pid = fm_topo_node_find (m->topo, p->name);
                 bool same = pid >= 0 && fm_topo_node_leaf (m->topo, pid) == leaf;
                 if (k == i || !node_idle (p) || node_failing (m, p->name)
-                    || (pass == 0 && !same) || p->name == peer || p->name == peer2) {
+                    || !shell_safe (p->name) || (pass == 0 && !same) || p->name == peer
+                    || p->name == peer2) {
                     continue;
                 }
                 if (!peer) {
@@ -1445,6 +1588,13 @@ static void window_close (fm_monitor_t *m, int64_t end_ns)
     if (!m->act) {
         pp.dry_run = true;
     }
+    /* A node we drained goes back through its validation alone: healthy
+     * windows from the validation job's first seconds, or from the job that
+     * saw it fail, are not proof that the fault is gone.
+     */
+    if (m->conf.auto_validate && !pp.dry_run) {
+        pp.auto_resume = false;
+    }
     fm_policy_input_t in = {
         .nodes = pin,
         .nnodes = np,
@@ -1477,7 +1627,7 @@ static void window_close (fm_monitor_t *m, int64_t end_ns)
     for (size_t i = 0; i < out.nactions; i++) {
         execute (m, &out.actions[i], end_ns);
     }
-    probation_step (m, end_ns);
+    probation_step (m, end_ns, ji.waiting);
 done:
     fm_metrics_alarms (m->d->metrics, alarms_active (m, end_ns));
     state_publish (m, end_ns, &pp);

@@ -34,6 +34,7 @@ typedef struct {
     fm_store_sync_t sync;
     int64_t window_ns;
     bool auto_validate;          /* validate a drained node before resuming it */
+    bool validate_check;         /* ... with fabric-check, which must pass */
     int64_t validate_backoff_ns; /* between failed validations of a node */
     fm_score_params_t score;
     fm_policy_params_t policy;

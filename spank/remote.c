@@ -34,7 +34,16 @@ int fm_spank_remote_user_init (spank_t sp)
     if (spank_setenv (sp, "FABRIC_MONITOR", "1", 1) != ESPANK_SUCCESS
         || spank_setenv (sp, "FABRIC_MONITOR_MODE", fm_mode_name (req.mode), 1)
                != ESPANK_SUCCESS
-        || spank_setenv (sp, "FABRIC_MONITOR_SUMMARY", url, 1) != ESPANK_SUCCESS) {
+        || spank_setenv (sp, "FABRIC_MONITOR_SUMMARY", url, 1) != ESPANK_SUCCESS
+        /* for fabric-check run as a step: where to post, with what */
+        || spank_setenv (sp, "FABRIC_MONITOR_DAEMON", fm_plugin.conf.daemon, 1)
+               != ESPANK_SUCCESS
+        || spank_setenv (sp, "FABRIC_MONITOR_CHECK", fm_plugin.conf.check, 1)
+               != ESPANK_SUCCESS
+        || (fm_plugin.conf.munge_socket[0]
+            && spank_setenv (
+                   sp, "FABRIC_MONITOR_MUNGE_SOCKET", fm_plugin.conf.munge_socket, 1)
+                   != ESPANK_SUCCESS)) {
         fm_spank_verbose ("cannot set the task environment");
     }
     return 0;

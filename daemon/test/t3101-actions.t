@@ -23,19 +23,6 @@ act () { mc_exec ctl "$CLI" -k "$kind" -c "$SLURM_CONF" "$@" 2>>"$MC_TMP/cli.log
 node_field () {
     mc_exec ctl scontrol -o show node "$1" | sed -n "s/.* $2=\([^ ]*\).*/\1/p"
 }
-reason_of () { mc_exec ctl sinfo -h -R -n "$1" -o '%E'; }
-job_field () {
-    mc_exec ctl scontrol -o show job "$1" | sed -n "s/.* $2=\([^ ]*\).*/\1/p"
-}
-wait_for () { # SECONDS CMD...: until CMD succeeds
-    local limit=$1 t0
-    shift
-    t0=$(date +%s)
-    until "$@"; do
-        [ $(( $(date +%s) - t0 )) -lt "$limit" ] || return 1
-        sleep 0.2
-    done
-}
 
 cat >"$MC_HOME/job.sh" <<'EOF'
 #!/bin/bash
@@ -55,9 +42,9 @@ for kind in scontrol libslurm; do
 
     # Drain with a fabric reason, idempotently, then resume.
     is "$(act drain fmn1 "fabric: loss: 5% ($kind)")" done "$kind: drain fmn1"
-    is "$(reason_of fmn1)" "fabric: loss: 5% ($kind)" "$kind: sinfo -R shows the fabric reason"
+    is "$(mc_node_reason fmn1)" "fabric: loss: 5% ($kind)" "$kind: sinfo -R shows the fabric reason"
     is "$(act drain fmn1 "fabric: loss: 6%")" already "$kind: a second drain is a no-op"
-    is "$(reason_of fmn1)" "fabric: loss: 5% ($kind)" "$kind: and leaves the first reason"
+    is "$(mc_node_reason fmn1)" "fabric: loss: 5% ($kind)" "$kind: and leaves the first reason"
     act node fmn1 | grep -q 'state=idle,drain weight=1 reason=fabric: loss: 5%'
     ok $? "$kind: node_info sees drain and the reason"
     is "$(act resume fmn1)" done "$kind: resume fmn1"
@@ -70,7 +57,7 @@ for kind in scontrol libslurm; do
     is "$(act resume fmn2)" "error: EPERM: not resuming fmn2: its reason is not ours: admin: bad dimm" \
         "$kind: resume refuses a node drained by hand"
     is "$(act drain fmn2 "fabric: loss: 9%")" foreign "$kind: drain says foreign"
-    is "$(reason_of fmn2)" "admin: bad dimm" "$kind: and the admin's reason stays"
+    is "$(mc_node_reason fmn2)" "admin: bad dimm" "$kind: and the admin's reason stays"
     node_field fmn2 State | grep -q DRAIN
     ok $? "$kind: fmn2 is still drained"
     mc_exec ctl scontrol update nodename=fmn2 state=resume
@@ -93,17 +80,17 @@ for kind in scontrol libslurm; do
     # A running job: signal its batch shell, then requeue it.
     rm -f "$MC_HOME/$kind.log" "$MC_HOME/$kind.usr1"
     id=$(mc_sbatch -N1 -w fmn4 -o "$kind-%j.out" job.sh "$kind")
-    mc_wait_job "$id" RUNNING 20 && wait_for 10 test -s "$MC_HOME/$kind.log"
+    mc_wait_job "$id" RUNNING 20 && mc_wait_until 10 test -s "$MC_HOME/$kind.log"
     ok $? "$kind: job $id runs on fmn4"
     act jobs fmn4 | grep -q "^$id state=RUNNING completing=0 nodes=fmn4 batch_host=fmn4 requeue=1 restarts=0"
     ok $? "$kind: jobs_on_node(fmn4) finds it with its batch host"
     is "$(act signal "$id" 10 batch)" done "$kind: signal USR1 to the batch shell"
-    wait_for 10 test -s "$MC_HOME/$kind.usr1"
+    mc_wait_until 10 test -s "$MC_HOME/$kind.usr1"
     ok $? "$kind: the job script trapped USR1"
     act -n requeue "$id" >/dev/null
-    is "$(act requeue "$id")/$(job_field "$id" Restarts)" done/1 "$kind: requeue; Restarts=1"
+    is "$(act requeue "$id")/$(mc_job_field "$id" Restarts)" done/1 "$kind: requeue; Restarts=1"
     is "$(act requeue "$id")" already "$kind: requeue of the pending job is a no-op"
-    wait_for 30 grep -q 'restarts=1' "$MC_HOME/$kind.log"
+    mc_wait_until 30 grep -q 'restarts=1' "$MC_HOME/$kind.log"
     ok $? "$kind: the job restarted with SLURM_RESTART_COUNT=1"
     mc_exec ctl scancel "$id"
 
@@ -119,7 +106,7 @@ for kind in scontrol libslurm; do
     fi
     echo "$out" | grep -q '^error: EAGAIN: .*timed out'
     ok $? "$kind: slurmctld not answering is EAGAIN: $out"
-    wait_for 20 act node fmn1 >/dev/null && node_field fmn1 State | grep -qv DRAIN
+    mc_wait_until 20 act node fmn1 >/dev/null && node_field fmn1 State | grep -qv DRAIN
     ok $? "$kind: it answers again and fmn1 was not drained"
 done
 

@@ -27,21 +27,10 @@ ok $? "minicluster up: 6 nodes behind 3 leaves" || exit 1
 rm -f "$conf"
 
 ctl () { mc_exec ctl "$FM_BUILDDIR/cli/fabricctl" -u "$FM_DAEMON_URL" -m "$FM_MUNGE_SOCKET" "$@"; }
-reason_of () { mc_exec ctl sinfo -h -R -n "$1" -o '%E'; }
-state_of () { mc_exec ctl scontrol -o show node "$1" | sed -n 's/.* State=\([^ ]*\).*/\1/p'; }
 uplink_state () {
     fm_get /v1/fabric | jq -r '.elements[] | select(.name | startswith("uplink:leaf1")) | .state' | head -1
 }
 bad_uplink () { case $(uplink_state) in degraded | failed) return 0 ;; esac; return 1; }
-wait_for () { # SECONDS CMD...
-    local limit=$1 t0
-    shift
-    t0=$(date +%s)
-    until "$@"; do
-        [ $(($(date +%s) - t0)) -lt "$limit" ] || return 1
-        sleep 0.5
-    done
-}
 
 is "$(fm_get /v1/fabric | jq -r .topology)" tree "fabricd read the tree topology beside slurm.conf"
 
@@ -54,7 +43,7 @@ until [ "$(fm_get "/v1/jobs/$id" | jq '.agents | length' 2>/dev/null)" = 6 ] \
 done
 sleep 6
 mc fault add leaf1-uplink loss 5
-wait_for 40 bad_uplink
+mc_wait_until 40 bad_uplink
 ok $? "5% loss on leaf1's uplink: the uplink is blamed ($(uplink_state))"
 sleep 6 # more windows: still nothing drained
 fm_get /v1/fabric | jq -r '.elements[] | "\(.name) \(.state) \(.class) \(.side): \(.evidence)"' \
@@ -76,19 +65,19 @@ mc_exec ctl scancel "$id"
 
 # An administrator's drain: ours in form, theirs to resume.
 out=$(ctl drain fmn2 --reason "bad cable")
-is "$(reason_of fmn2)" "fabric: manual: bad cable" "fabricctl drain: $out"
+is "$(mc_node_reason fmn2)" "fabric: manual: bad cable" "fabricctl drain: $out"
 ctl drains | grep -q '^fmn2 *admin *fabric: manual: bad cable'
 ok $? "fabricctl drains lists it as the administrator's"
 sleep 10 # several healthy windows: fabricd leaves it alone
-state_of fmn2 | grep -q DRAIN
+mc_node_state fmn2 | grep -q DRAIN
 ok $? "fabricd does not resume a manual drain"
-ctl resume fmn2 >/dev/null && ! state_of fmn2 | grep -q DRAIN
+ctl resume fmn2 >/dev/null && ! mc_node_state fmn2 | grep -q DRAIN
 ok $? "fabricctl resume fmn2 resumes it"
 mc_exec ctl scontrol update nodename=fmn3 state=drain reason="admin: bad dimm"
 out=$(ctl resume fmn3 2>&1)
 [ $? -ne 0 ] && echo "$out" | grep -q "not ours"
 ok $? "resume of someone else's drain is refused: $out"
-ctl resume fmn3 --force >/dev/null && ! state_of fmn3 | grep -q DRAIN
+ctl resume fmn3 --force >/dev/null && ! mc_node_state fmn3 | grep -q DRAIN
 ok $? "--force resumes it"
 is "$(ctl actions --node fmn3 --json | jq -r '.actions[0] | "\(.kind) \(.result) \(.reason)"')" \
     "resume done administrator (forced)" "and the forced resume is recorded"

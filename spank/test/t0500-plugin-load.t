@@ -7,7 +7,7 @@
 # alone.
 . "$FM_SRCDIR/spank/test/sys.sh"
 mc_require
-plan 14
+plan 16
 
 mc_up --nodes 2
 ok $? "minicluster up"
@@ -32,7 +32,7 @@ ok $? "naming the rate"
 # An option without argument reaches every srun of the job as "(null)":
 # those steps must still run, with the task environment set.
 id=$(mc_sbatch -N2 -o job-%j.out --fabric-monitor \
-    --wrap 'srun -N2 sh -c "echo \$(hostname) \$FABRIC_MONITOR \$FABRIC_MONITOR_MODE" | sort; echo summary=$FABRIC_MONITOR_SUMMARY')
+    --wrap 'srun -N2 sh -c "echo \$(hostname) \$FABRIC_MONITOR \$FABRIC_MONITOR_MODE" | sort; echo summary=$FABRIC_MONITOR_SUMMARY; echo daemon=$FABRIC_MONITOR_DAEMON; echo check=$FABRIC_MONITOR_CHECK')
 mc_wait_job "$id" COMPLETED 60
 ok $? "a monitored job with steps completes"
 out=$MC_HOME/job-$id.out
@@ -40,6 +40,11 @@ is "$(grep '^fmn' "$out" | tr '\n' ' ')" "fmn1 1 observe fmn2 1 observe " \
     "its tasks see FABRIC_MONITOR=1 and the mode"
 is "$(sed -n 's/^summary=//p' "$out")" "$FM_DAEMON_URL/v1/jobs/$id/summary" \
     "and where the summary lives"
+is "$(sed -n 's/^daemon=//p' "$out")" "$FM_DAEMON_URL" "and fabricd's URL, for fabric-check"
+case $(sed -n 's/^check=//p' "$out") in
+    /*fabric-check) ok 0 "and fabric-check's path" ;;
+    *) ok 1 "and fabric-check's path (got '$(sed -n 's/^check=//p' "$out")')" ;;
+esac
 
 id=$(mc_sbatch -N2 -o job-%j.out --fabric-monitor=protect,rate=20 \
     --wrap 'echo mode=$FABRIC_MONITOR_MODE')

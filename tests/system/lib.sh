@@ -144,3 +144,27 @@ mc_ping_rtt () {
 mc_within () {
     awk -v x="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(x != "" && x >= lo && x <= hi) }'
 }
+
+# Until CMD... succeeds, for at most SECONDS (polls every 0.5 s).
+mc_wait_until () {
+    local limit=$1 t0
+    shift
+    t0=$(date +%s)
+    until "$@"; do
+        [ $(($(date +%s) - t0)) -lt "$limit" ] || return 1
+        sleep 0.5
+    done
+}
+
+# A node's drain reason as Slurm shows it ("" when none), and its state.
+mc_node_reason () {
+    mc exec ctl sinfo -h -R -n "$1" -o '%E'
+}
+mc_node_state () {
+    mc exec ctl scontrol -o show node "$1" | sed -n 's/.* State=\([^ ]*\).*/\1/p'
+}
+
+# FIELD of job ID as scontrol shows it.
+mc_job_field () {
+    mc exec ctl scontrol -o show job "$1" | sed -n "s/.* $2=\([^ ]*\).*/\1/p"
+}
