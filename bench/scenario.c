@@ -188,6 +188,15 @@ static int parse_fault (
     } else {
         return bad (err, kf, "must be loss, delay, down or flap");
     }
+    /* A field of another kind would be ignored, whatever its type or value. */
+    static const char *const kind_field[] = {"value", "value_us", NULL, "period_s"};
+    for (size_t k = 0; k < sizeof (kind_field) / sizeof (kind_field[0]); k++) {
+        if (kind_field[k] && k != (size_t)f->kind
+            && json_object_get (o, kind_field[k])) {
+            snprintf (kf, sizeof (kf), "%s.%s", field, kind_field[k]);
+            return bad (err, kf, "not for this kind");
+        }
+    }
     v = json_object_get (o, "target");
     snprintf (kf, sizeof (kf), "%s.target", field);
     if (!json_is_string (v) || parse_target (f, kf, json_string_value (v), err) < 0) {
@@ -243,6 +252,10 @@ int fm_scenario_parse (const char *text, fm_scenario_t *sc, fm_error_t *err)
                < 0) {
         goto fail;
     }
+    if (seed != floor (seed)) {
+        bad (err, "scenario.seed", "must be an integer");
+        goto fail;
+    }
     s.seed = (uint64_t)seed;
     o = json_object_get (root, "topology");
     if (!o) {
@@ -287,16 +300,23 @@ int fm_scenario_parse (const char *text, fm_scenario_t *sc, fm_error_t *err)
     } else {
         int l = 0, m = 0;
         if (get_int (o, "leaves", "topology", 0, 0, 65536, &l, err) < 0
-            || get_int (o, "nodes_per_leaf", "topology", 0, 0, 65536, &m, err) < 0
-            || get_int (o,
-                        "nodes",
-                        "topology",
-                        (double)l * m,
-                        2,
-                        FM_SCENARIO_MAX_NODES,
-                        &s.nodes,
-                        err)
-                   < 0) {
+            || get_int (o, "nodes_per_leaf", "topology", 0, 0, 65536, &m, err) < 0) {
+            goto fail;
+        }
+        /* get_int() takes a default as it is: bound this one before it. */
+        if ((double)l * m > FM_SCENARIO_MAX_NODES) {
+            bad (err, "topology", "too many nodes");
+            goto fail;
+        }
+        if (get_int (o,
+                     "nodes",
+                     "topology",
+                     (double)l * m,
+                     2,
+                     FM_SCENARIO_MAX_NODES,
+                     &s.nodes,
+                     err)
+            < 0) {
             goto fail;
         }
         if (json_object_get (o, "spines")) {
