@@ -43,6 +43,15 @@
 #define REQUEST_TIMEOUT_NS (1LL * FM_NSEC_PER_SEC)
 /* the job timeline page: refreshed this often, trusted for VALID_FOR */
 #define PUBLISH_NS (250LL * 1000 * 1000)
+/* Timer wakeups are coalesced: probes and timeouts that come due within
+ * this much of each other, or half a probe interval when that is shorter,
+ * are handled in one wakeup (a probe leaves up to that late, which its
+ * randomised interval absorbs; a target gets one pair a wakeup). Arriving datagrams are
+ * still answered at once: a reply's hold time, t3 - t2, is on the
+ * responder's clock, and the naive estimator's offset is off by half of it
+ * times the clocks' rate difference.
+ */
+#define COALESCE_NS (50LL * 1000 * 1000)
 #define PUBLISH_VALID_NS (2LL * FM_NSEC_PER_SEC)
 /* how fast the published bound grows away from its epoch: the drift
  * uncertainty, conservatively (doc/clock.md)
@@ -81,6 +90,13 @@ typedef struct {
     uint64_t sent_windows;
     uint64_t refused_windows;
 } shared_t;
+
+double fm_agent_default_rate (size_t ntargets)
+{
+    double share = ntargets ? FM_AGENT_PROBE_BUDGET / (double)ntargets : 0;
+
+    return ntargets && share < FM_AGENT_RATE_DEFAULT ? share : FM_AGENT_RATE_DEFAULT;
+}
 
 size_t fm_agent_pick_targets (size_t n, uint16_t self, unsigned k, uint16_t *out)
 {
@@ -527,6 +543,8 @@ typedef struct {
     int tfd_window;
     fm_clockpage_t *page; /* NULL: not published */
     int64_t next_publish; /* monotonic */
+    double rate;          /* probes/s to each peer */
+    int64_t coalesce_ns;  /* see COALESCE_NS */
     int64_t ref_epoch_ns; /* job time of the first valid publication, 0: none */
     fm_ratelimit_t rl_clock;
     fm_health_t *health;      /* NULL: no health records */
@@ -618,7 +636,7 @@ static int start_engine (loop_t *l, fm_error_t *err)
     fm_info ("probing %zu of %zu nodes at %.3g/s, %.3gs windows",
              l->ntargets,
              n - 1,
-             sh->cfg->rate,
+             l->rate,
              (double)sh->window_ns / 1e9);
     return 0;
 }
@@ -849,7 +867,6 @@ int fm_agent_run (const fm_agent_cfg_t *cfg, fm_error_t *err)
                 .tfd_window = -1,
                 .rl_clock = FM_RATELIMIT_INIT (10, 5)};
     fm_engine_cfg_t ecfg = {
-        .rate = cfg->rate,
         .timeout_ns = REQUEST_TIMEOUT_NS,
         .max_samples = 0,
         .clock = cfg->clock,
@@ -887,8 +904,14 @@ int fm_agent_run (const fm_agent_cfg_t *cfg, fm_error_t *err)
     for (size_t i = 0; i < l.ntargets; i++) {
         l.target_names[i] = fm_hostlist_nth (sh.hosts, l.targets[i]);
     }
+    l.rate = cfg->rate > 0 ? cfg->rate : fm_agent_default_rate (l.ntargets);
+    ecfg.rate = l.rate;
+    l.coalesce_ns = (int64_t)(1e9 / l.rate) / 2;
+    if (l.coalesce_ns > COALESCE_NS) {
+        l.coalesce_ns = COALESCE_NS;
+    }
     /* a window holds at most rate * window samples; allow for a 60 s window */
-    ecfg.max_samples = (size_t)(cfg->rate * 60) + 16;
+    ecfg.max_samples = (size_t)(l.rate * 60) + 16;
     if (resolve (cfg->bind_addr ? cfg->bind_addr : cfg->node,
                  cfg->port,
                  AF_UNSPEC,
@@ -1029,12 +1052,21 @@ int fm_agent_run (const fm_agent_cfg_t *cfg, fm_error_t *err)
         if (l.started) {
             int64_t now = fm_time_mono_ns (), deadline;
             fm_engine_run (l.engine, now);
+            /* the software stamps of what we just sent are queued by now:
+             * read them here rather than be woken for them
+             */
+            fm_engine_input (l.engine);
             if (now >= l.next_publish) {
                 publish_clock (&l);
                 l.next_publish = now + PUBLISH_NS;
             }
             deadline = fm_engine_deadline (l.engine);
-            arm (l.tfd_probe, deadline < l.next_publish ? deadline : l.next_publish, 0);
+            if (deadline > l.next_publish) {
+                deadline = l.next_publish;
+            }
+            arm (l.tfd_probe,
+                 deadline < now + l.coalesce_ns ? now + l.coalesce_ns : deadline,
+                 0);
         }
     }
     if (l.started) {

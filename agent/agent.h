@@ -14,6 +14,12 @@
 /* Peers probed when the job has more nodes than this (plus one). */
 #define FM_AGENT_ALL_PEERS_MAX 16
 #define FM_AGENT_RANDOM_PEERS 10
+/* Default probing: FM_AGENT_RATE_DEFAULT probes/s to each peer, but at most
+ * FM_AGENT_PROBE_BUDGET/s from a node in all, so that a node's cost does not
+ * grow with its peers: 16 peers get 1.5/s each (bench/agent-cost).
+ */
+#define FM_AGENT_RATE_DEFAULT 10.0
+#define FM_AGENT_PROBE_BUDGET 24.0
 
 typedef struct {
     const char *daemon_url;
@@ -23,7 +29,7 @@ typedef struct {
     uid_t user_id;            /* the job's owner */
     const char *munge_socket; /* NULL: munge's default */
     const char *statedir;     /* spool lives in statedir/spool */
-    double rate;              /* probes/s per peer */
+    double rate;              /* probes/s per peer; 0: fm_agent_default_rate() */
     int64_t window_ns;        /* 0: the daemon's report window */
     int port;                 /* UDP probe port, 0: any */
     const char *bind_addr;    /* NULL: the address our node name resolves to */
@@ -54,5 +60,8 @@ int fm_agent_run (const fm_agent_cfg_t *cfg, fm_error_t *err);
  * (capacity n).
  */
 size_t fm_agent_pick_targets (size_t n, uint16_t self, unsigned k, uint16_t *out);
+
+/* The default probes/s to each of ntargets peers. */
+double fm_agent_default_rate (size_t ntargets);
 
 #endif /* FM_AGENT_AGENT_H */

@@ -9,9 +9,10 @@
 
 #include "error.h"
 
-/* A small fabricd client (doc/api.md): one libcurl handle, every request
- * authenticated with a fresh munge credential bound to method, path and body.
- * Not thread-safe; use it from one thread.
+/* A small fabricd client (doc/api.md): HTTP/1.1, one connection a request,
+ * every request authenticated with a fresh munge credential bound to method,
+ * path and body. Plain HTTP only, as fabricd serves it. Not thread-safe; use
+ * it from one thread.
  */
 typedef struct fm_client fm_client_t;
 

@@ -122,6 +122,7 @@ static void test_conf_all (void **state)
 static void test_conf_invalid (void **state)
 {
     static char *bad[] = {"daemon=ftp://x",
+                          "daemon=https://fabricd:8470",
                           "agent=relative/path",
                           "statedir=",
                           "default=maybe",
