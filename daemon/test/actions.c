@@ -176,7 +176,7 @@ static const char fake_script[] =
     "d=$(dirname \"$0\")\n"
     "{ echo \"conf=$SLURM_CONF\"; for a in \"$@\"; do echo \"arg=$a\"; done; "
     "echo end; } >>\"$d/calls\"\n"
-    "[ -e \"$d/hang\" ] && exec sleep 10\n"
+    "[ -e \"$d/hang\" ] && exec sleep 60\n"
     "[ -e \"$d/big\" ] && exec head -c 34000000 /dev/zero\n"
     "if [ -e \"$d/down\" ]; then\n"
     "  echo 'slurm_load_node error: Unable to contact slurm controller (connect "
@@ -237,7 +237,8 @@ static int fake_setup (void **state)
     opts.slurm_conf = conf;
     opts.scontrol = f->path;
     opts.scancel = f->path;
-    opts.timeout_ms = 300;
+    /* long enough to read 34 MB of output, 10-50 times slower under valgrind */
+    opts.timeout_ms = getenv ("FM_VALGRIND") ? 10000 : 300;
     assert_non_null (f->a = fm_actions_create ("scontrol", &opts, &err));
     assert_string_equal (fm_actions_kind (f->a), "scontrol");
     *state = f;
