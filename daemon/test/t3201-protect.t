@@ -56,11 +56,7 @@ chmod +x "$MC_HOME/ckpt.sh"
 id=$(mc_sbatch -N4 -x fmn6 --requeue --open-mode=append -o prot-%j.out \
     --fabric-monitor=protect ckpt.sh)
 mc_wait_job "$id" RUNNING 30
-t0=$(date +%s)
-until [ "$(fm_get "/v1/jobs/$id" | jq '.agents | length' 2>/dev/null)" = 4 ] \
-    || [ $(($(date +%s) - t0)) -ge 30 ]; do
-    sleep 0.5
-done
+fm_wait_agents "$id" 4 30
 is "$(fm_get "/v1/jobs/$id" | jq -r .mode)" protect "job $id runs in protect mode with 4 agents"
 nodes=$(mc_exec ctl scontrol show hostnames "$(mc_job_field "$id" NodeList)" | tr '\n' ' ')
 batch=$(mc_job_field "$id" BatchHost)

@@ -36,11 +36,7 @@ is "$(fm_get /v1/fabric | jq -r .topology)" tree "fabricd read the tree topology
 
 id=$(mc_sbatch -N6 -o up-%j.out --fabric-monitor=observe --wrap 'sleep 75')
 mc_wait_job "$id" RUNNING 30
-t0=$(date +%s)
-until [ "$(fm_get "/v1/jobs/$id" | jq '.agents | length' 2>/dev/null)" = 6 ] \
-    || [ $(($(date +%s) - t0)) -ge 30 ]; do
-    sleep 0.5
-done
+fm_wait_agents "$id" 6 30
 sleep 6
 mc fault add leaf1-uplink loss 5
 mc_wait_until 40 bad_uplink

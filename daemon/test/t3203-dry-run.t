@@ -33,10 +33,7 @@ w0=$(weights)
 id=$(mc_sbatch -N4 -o dry-%j.out --fabric-monitor=observe --wrap 'sleep 45')
 mc_wait_job "$id" RUNNING 30
 t0=$(date +%s)
-until [ "$(fm_get "/v1/jobs/$id" | jq '.agents | length' 2>/dev/null)" = 4 ] \
-    || [ $(($(date +%s) - t0)) -ge 30 ]; do
-    sleep 0.5
-done
+fm_wait_agents "$id" 4 30
 sleep 4
 mc fault add fmn2 loss 5
 t0=$(date +%s)

@@ -46,11 +46,7 @@ bad=fmn2
 
 id=$(mc_sbatch -N3 -w fmn[1-3] -o obs-%j.out --fabric-monitor --wrap 'sleep 30')
 mc_wait_job "$id" RUNNING 30
-t0=$(date +%s)
-until [ "$(fm_get "/v1/jobs/$id" | jq '.agents | length' 2>/dev/null)" = 3 ] \
-    || [ $(($(date +%s) - t0)) -ge 30 ]; do
-    sleep 0.5
-done
+fm_wait_agents "$id" 3 30
 sleep 6 # clean windows first
 mc fault add "$bad" loss 3
 mc_wait_until 30 fabric_reason "$bad"

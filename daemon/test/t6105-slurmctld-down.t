@@ -40,11 +40,7 @@ fabric_reason () { case $(mc_node_reason fmn2) in fabric:*) return 0 ;; esac; re
 
 id=$(mc_sbatch -N3 -w fmn[1-3] -o obs-%j.out --fabric-monitor --wrap 'sleep 120')
 mc_wait_job "$id" RUNNING 30
-t0=$(date +%s)
-until [ "$(fm_get "/v1/jobs/$id" | jq '.agents | length' 2>/dev/null)" = 3 ] \
-    || [ $(($(date +%s) - t0)) -ge 30 ]; do
-    sleep 0.5
-done
+fm_wait_agents "$id" 3 30
 sleep 6 # clean windows first
 
 kill -STOP "$ctld"

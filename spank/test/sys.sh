@@ -6,6 +6,7 @@
 #   fm_get PATH             GET a fabricd path as root (munge credential), JSON out
 #   fm_summary_ok FILE      the last lines of FILE are a fabric summary
 #   fm_no_agents JOBID      no agent state left on any node for JOBID
+#   fm_wait_agents JOBID N SECONDS  until fabricd has N agents of JOBID
 . "$FM_SRCDIR/tests/tap.sh"
 . "$FM_SRCDIR/tests/system/lib.sh"
 
@@ -28,4 +29,12 @@ fm_no_agents () {
     for n in $FM_NODES; do
         [ ! -e "$FM_RUNDIR/agent/$n/job.$id" ] || return 1
     done
+}
+
+fm_agents_registered () {
+    [ "$(fm_get "/v1/jobs/$1" | jq '.agents | length' 2>/dev/null)" = "$2" ]
+}
+
+fm_wait_agents () {
+    mc_wait_until "$3" fm_agents_registered "$1" "$2"
 }

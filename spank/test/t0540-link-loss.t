@@ -18,11 +18,7 @@ ok $? "minicluster up with 4 nodes"
 # arrives and never runs the plugin's job_prolog on that node (a known, separate
 # problem of the plugin, not what this test measures).
 id=$(mc_sbatch -N4 -o job-%j.out --fabric-monitor=observe,rate=50 --wrap 'srun -N4 sleep 20')
-t0=$(date +%s)
-until [ "$(fm_get "/v1/jobs/$id" | jq '.agents | length' 2>/dev/null)" = 4 ] \
-    || [ $(($(date +%s) - t0)) -ge 20 ]; do
-    sleep 0.2
-done
+fm_wait_agents "$id" 4 20
 mc fault add fmn3 loss 20 --dir in
 ok $? "20% loss on traffic arriving at fmn3 once the job's 4 agents registered"
 mc_wait_job "$id" COMPLETED 90

@@ -116,11 +116,7 @@ command -v sqlite3 >/dev/null \
 # in place from the start, the plugin's prolog sometimes starts no agent on
 # fmn2 (a separate problem, not what this test measures).
 id=$(mc_sbatch -N4 -o job-%j.out --fabric-monitor=observe,rate=100 --wrap 'srun -N4 sleep 17')
-t0=$(date +%s)
-until [ "$(fm_get "/v1/jobs/$id" | jq '.agents | length' 2>/dev/null)" = 4 ] \
-    || [ $(($(date +%s) - t0)) -ge 20 ]; do
-    sleep 0.2
-done
+fm_wait_agents "$id" 4 20
 mc fault add fmn2 loss 5
 ok $? "5% loss both ways on fmn2's cable once the job's 4 agents registered"
 mc_wait_job "$id" COMPLETED 60

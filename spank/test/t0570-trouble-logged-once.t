@@ -57,11 +57,7 @@ cp "$conf.orig" "$conf"
 
 id=$(mc_sbatch -N2 -o job-%j.out --fabric-monitor --wrap 'srun -N2 sleep 15; echo ran')
 mc_wait_job "$id" RUNNING 30
-t0=$(date +%s)
-until [ "$(fm_get "/v1/jobs/$id" | jq '.agents | length' 2>/dev/null)" = 2 ] \
-    || [ $(($(date +%s) - t0)) -ge 15 ]; do
-    sleep 0.2
-done
+fm_wait_agents "$id" 2 15
 port=$(fm_get "/v1/jobs/$id" | jq '.agents[] | select(.node == "fmn1") | .probe_port')
 # 4 kinds x 500, spread over about 8 s: wrong size, no magic, another
 # version, a probe-shaped datagram with a forged tag

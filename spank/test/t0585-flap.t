@@ -37,10 +37,7 @@ sed -i "s|^optional .*fabric_monitor.so .*|& health_root=$hroot/%n|" "$FM_RUNDIR
 
 id=$(mc_sbatch -N4 -o job-%j.out --fabric-monitor=observe,rate=20 --wrap 'srun -N4 sleep 40')
 t0=$(date +%s)
-until [ "$(fm_get "/v1/jobs/$id" | jq '.agents | length' 2>/dev/null)" = 4 ] \
-    || [ $(($(date +%s) - t0)) -ge 20 ]; do
-    sleep 0.2
-done
+fm_wait_agents "$id" 4 20
 mc fault add fmn3 flap 5
 ok $? "fmn3's link flaps every 5 s once the job's 4 agents registered"
 # the latest window of each node, once a second, while the link flaps: the
