@@ -237,8 +237,10 @@ static int fake_setup (void **state)
     opts.slurm_conf = conf;
     opts.scontrol = f->path;
     opts.scancel = f->path;
-    /* long enough to read 34 MB of output, 10-50 times slower under valgrind */
-    opts.timeout_ms = getenv ("FM_VALGRIND") ? 10000 : 300;
+    /* long enough to read 34 MB of output on a loaded CI machine under ASan,
+     * and 10-50 times slower under valgrind; the hang case waits this long
+     */
+    opts.timeout_ms = getenv ("FM_VALGRIND") ? 20000 : 3000;
     assert_non_null (f->a = fm_actions_create ("scontrol", &opts, &err));
     assert_string_equal (fm_actions_kind (f->a), "scontrol");
     *state = f;
