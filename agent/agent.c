@@ -817,6 +817,25 @@ static void close_window (loop_t *l, bool last)
     free (text);
 }
 
+/* Read what arrived; a datagram from a node registered after our last look
+ * makes the report thread ask fabricd for the peers now, rather than let
+ * its probes go unanswered until the next poll.
+ */
+static void input (loop_t *l)
+{
+    const fm_engine_counters_t *c;
+
+    fm_engine_input (l->engine);
+    c = fm_engine_counters (l->engine);
+    if (c->unknown_sender != l->unknown_seen) {
+        l->unknown_seen = c->unknown_sender;
+        pthread_mutex_lock (&l->sh->lock);
+        l->sh->poll_now = true;
+        pthread_cond_signal (&l->sh->cond);
+        pthread_mutex_unlock (&l->sh->lock);
+    }
+}
+
 static int setup_fds (int *ep, int *sfd, loop_t *l, int notify_fd, fm_error_t *err)
 {
     sigset_t mask;
@@ -1034,19 +1053,7 @@ int fm_agent_run (const fm_agent_cfg_t *cfg, fm_error_t *err)
             } else if (fd == l.tfd_probe) {
                 drain (fd);
             } else {
-                const fm_engine_counters_t *c;
-                fm_engine_input (l.engine);
-                c = fm_engine_counters (l.engine);
-                if (c->unknown_sender != l.unknown_seen) {
-                    /* a node registered after our last look: ask now rather
-                     * than let its probes go unanswered until the next poll
-                     */
-                    l.unknown_seen = c->unknown_sender;
-                    pthread_mutex_lock (&sh.lock);
-                    sh.poll_now = true;
-                    pthread_cond_signal (&sh.cond);
-                    pthread_mutex_unlock (&sh.lock);
-                }
+                input (&l);
             }
         }
         if (l.started) {
@@ -1055,7 +1062,7 @@ int fm_agent_run (const fm_agent_cfg_t *cfg, fm_error_t *err)
             /* the software stamps of what we just sent are queued by now:
              * read them here rather than be woken for them
              */
-            fm_engine_input (l.engine);
+            input (&l);
             if (now >= l.next_publish) {
                 publish_clock (&l);
                 l.next_publish = now + PUBLISH_NS;
