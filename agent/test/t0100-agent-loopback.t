@@ -74,11 +74,11 @@ get () {
         | munge --socket="$SOCK")
     curl -s -H "Authorization: Munge $auth" "$URL$1"
 }
-# agent NAME PORT [ARGS...]: start one agent of job 77 on n[1-2]; pid in $apid
+# agent NAME PORT [ARGS...]: start one agent of job $JOB (77) on n[1-2]; pid in $apid
 agent () {
     local name=$1 port=$2
     shift 2
-    "$AGENT" --daemon "$URL" --job 77 --node "$name" --nodes 'n[1-2]' --uid 0 \
+    "$AGENT" --daemon "$URL" --job "${JOB:-77}" --node "$name" --nodes 'n[1-2]' --uid 0 \
         --munge-socket "$SOCK" --statedir "$T/$name" --bind 127.0.0.1 --port "$port" \
         --rate 50 "$@" >>"$T/$name.log" 2>&1 &
     apid=$!
@@ -104,7 +104,7 @@ stop () {
     fi
 }
 
-plan 25
+plan 27
 
 fabricd_start
 ok $? "fabricd answers on $URL"
@@ -241,3 +241,27 @@ ok "$([ "$el" -lt 9000 ]; echo $?)" "it waited for the agents, not for the timeo
 ! grep -q 'had not sent' "$T/final"
 ok $? "and has no note of missing windows"
 is "$(echo "$job" | jq -r .mode)" observe "the job keeps the mode of its first registration"
+
+# A crashed agent restarted on another port: its peer, which knew all its
+# peers and stopped polling fabricd, hears from an unknown port, asks
+# fabricd at once and answers. (The new n1's requests come from its own run:
+# the killed one's windows are not all stored.)
+JOB=78
+agent n1 "$p1"; a1=$apid
+agent n2 "$p2"; a2=$apid
+sleep 3
+kill -KILL "$a1"; wait "$a1" 2>/dev/null
+pids=$(echo "$pids" | sed "s/ $a1\b//")
+p3=$(free_port SOCK_DGRAM)
+agent n1 "$p3"; a1=$apid
+sleep 4
+stop "$a1"; stop "$a2"
+"$AGENT" --summary --daemon "$URL" --job 78 --munge-socket "$SOCK" >"$T/restart" 2>&1
+diag "$(grep -E '^fabric-monitor: n[12] -> n[12] ' "$T/restart")"
+# sent and lost of n1 -> n2 as n1 reports it
+lost=$(awk '$2 == "n1" && $4 == "n2" && $5 == "n1" { print $7, $6 }' "$T/restart")
+ok "$(echo "$lost" | awk '{ exit !(NF == 2 && $2 >= 100 && $1 <= 10) }'; echo $?)" \
+    "n2 answers the restarted n1 at once (lost, sent: $lost)"
+lost=$(awk '$2 == "n2" && $4 == "n1" && $5 == "n2" { print $7, $6 }' "$T/restart")
+ok "$(echo "$lost" | awk '{ exit !(NF == 2 && $2 >= 200 && $1 <= 60) }'; echo $?)" \
+    "and probes it at its new port (lost, sent: $lost)"
