@@ -4,15 +4,19 @@
 #
 # Acceptance: measured figures match injected faults, in one cluster boot.
 # 1. 2 ms of delay on the traffic arriving at fmn3, from once the job's
-#    clocks are established: the one-way delay INTO fmn3 is 2 ms +- 20% and
-#    out of it normal, in the job's summary and in `fabricctl links` alike.
+#    clocks are established: the one-way delay INTO fmn3 is at least 2 ms
+#    - 20% and within 20% of the link's round trip, and out of it normal, in
+#    the job's summary and in `fabricctl links` alike.  netem never delays
+#    less than asked, but on a loaded host it delays more (CI on 2 cores
+#    under ASan: 2.42 ms median round trip), so the round trip is what the
+#    one-way delay is held to.
 #    A delay on every packet into one node is a node-level asymmetry, which
 #    no probe-only fit can tell from a clock offset; the clock's holdover
 #    (doc/clock.md, "Holdover") holds the sudden change off the clock model,
 #    so the delay shows in the direction it is in.  A delay there from the
 #    start would still be split (and is not what this tests).  The two
-#    one-way delays of each fmn3 link add up to 2 ms, and the links not
-#    touching fmn3 show none.
+#    one-way delays of each fmn3 link add up to its round trip +- 20%, and
+#    the links not touching fmn3 show none.
 # 2. 5% loss on fmn2's cable (both directions): every directed link touching
 #    fmn2 shows 5% +- 2 points from both its reporters, over >= 1000 probes
 #    each, and the links not touching fmn2 show none.
@@ -21,12 +25,12 @@ mc_require
 command -v jq >/dev/null || plan_skip_all "jq is not installed"
 plan 17
 
-# "SRC DST REPORTER US" lines -> "A B REPORTER SUM_US" per pair {A, fmn3}
-# measured by one reporter: into fmn3 plus out of it
+# "SRC DST REPORTER OWD_US RTT_US" lines -> "A REPORTER SUM_US RTT_US" per
+# pair {A, fmn3} measured by one reporter: into fmn3 plus out of it
 pair_sums () {
-    awk '$2 == "fmn3" && $4 != "" { into[$1 " " $3] = $4 }
+    awk '$2 == "fmn3" && $4 != "" { into[$1 " " $3] = $4; rtt[$1 " " $3] = $5 }
          $1 == "fmn3" && $4 != "" { out[$2 " " $3] = $4 }
-         END { for (k in into) if (k in out) print k, into[k] + out[k] }'
+         END { for (k in into) if (k in out) print k, into[k] + out[k], rtt[k] }'
 }
 
 # "2.01ms", "12.3us", "-" (a summary or fabricctl cell) -> microseconds, or ""
@@ -40,20 +44,20 @@ to_us () {
     esac
 }
 
-# Lines "SRC DST REPORTER OWD_P50_US" from a job output's summary
+# Lines "SRC DST REPORTER OWD_P50_US RTT_P50_US" from a job output's summary
 summary_owd () {
     sed -n 's/^fabric-monitor: \(fmn[0-9]*\) -> \(fmn[0-9]*\) /\1 \2 /p' "$1" \
-        | while read -r src dst rep _ _ _ _ _ o50 _; do
-            echo "$src $dst $rep $(to_us "$o50")"
+        | while read -r src dst rep _ _ _ r50 _ o50 _; do
+            echo "$src $dst $rep $(to_us "$o50") $(to_us "$r50")"
         done
 }
 
 # The same from `fabricctl links` (every job's windows of the last 5 minutes)
 ctl_owd () {
     mc_exec ctl "$FM_BUILDDIR/cli/fabricctl" -u "$FM_DAEMON_URL" -m "$FM_MUNGE_SOCKET" links \
-        | awk 'NR > 1 { print $1, $2, $3, $10 }' \
-        | while read -r src dst rep o50; do
-            echo "$src $dst $rep $(to_us "$o50")"
+        | awk 'NR > 1 { print $1, $2, $3, $10, $8 }' \
+        | while read -r src dst rep o50 r50; do
+            echo "$src $dst $rep $(to_us "$o50") $(to_us "$r50")"
         done
 }
 
@@ -85,24 +89,24 @@ out=$MC_HOME/job-$id.out
 fm_summary_ok "$out"
 ok $? "its output ends with the fabric summary"
 owd=$(summary_owd "$out")
-echo "$owd" | while IFS= read -r l; do diag "summary owd_p50 (us): $l"; done
+echo "$owd" | while IFS= read -r l; do diag "summary owd_p50 rtt_p50 (us): $l"; done
 is "$(echo "$owd" | count_where '$2 == "fmn3"')" 6 "6 records into fmn3 in the summary"
-is "$(echo "$owd" | count_where '$2 == "fmn3" && $4 != "" && $4 >= 1600 && $4 <= 2400')" 6 \
-    "the summary shows the one-way delay into fmn3 at 2 ms +- 20% from both ends"
+is "$(echo "$owd" | count_where '$2 == "fmn3" && $4 != "" && $5 != "" && $4 >= 1600 && $4 >= 0.8 * $5 && $4 <= 1.2 * $5')" 6 \
+    "the summary shows the one-way delay into fmn3 >= 1.6 ms and at its round trip +- 20%, from both ends"
 is "$(echo "$owd" | count_where '$1 == "fmn3" && $4 != "" && $4 >= -300 && $4 <= 300')" 6 \
     "and out of fmn3 within 0.3 ms of zero"
-is "$(echo "$owd" | pair_sums | count_where '$3 >= 1600 && $3 <= 2400')" 6 \
-    "each fmn3 link's two one-way delays add up to 2 ms +- 20%, for both reporters"
+is "$(echo "$owd" | pair_sums | count_where '$3 >= 0.8 * $4 && $3 <= 1.2 * $4')" 6 \
+    "each fmn3 link's two one-way delays add up to its round trip +- 20%, for both reporters"
 is "$(echo "$owd" | count_where '$1 != "fmn3" && $2 != "fmn3" && $4 != "" && $4 >= -300 && $4 <= 300')" 12 \
     "the 12 records of the links not touching fmn3 show no delay"
 ctl=$(ctl_owd)
-echo "$ctl" | while IFS= read -r l; do diag "fabricctl links owd_p50 (us): $l"; done
-is "$(echo "$ctl" | count_where '$2 == "fmn3" && $4 != "" && $4 >= 1600 && $4 <= 2400')" 6 \
-    "fabricctl links shows 2 ms into fmn3"
+echo "$ctl" | while IFS= read -r l; do diag "fabricctl links owd_p50 rtt_p50 (us): $l"; done
+is "$(echo "$ctl" | count_where '$2 == "fmn3" && $4 != "" && $5 != "" && $4 >= 1600 && $4 >= 0.8 * $5 && $4 <= 1.2 * $5')" 6 \
+    "fabricctl links shows >= 1.6 ms into fmn3, at its round trip +- 20%"
 is "$(echo "$ctl" | count_where '$1 == "fmn3" && $4 != "" && $4 >= -300 && $4 <= 300')" 6 \
     "and out of fmn3 within 0.3 ms of zero"
-is "$(echo "$ctl" | pair_sums | count_where '$3 >= 1600 && $3 <= 2400')" 6 \
-    "fabricctl links: each fmn3 link's two one-way delays add up to 2 ms +- 20%"
+is "$(echo "$ctl" | pair_sums | count_where '$3 >= 0.8 * $4 && $3 <= 1.2 * $4')" 6 \
+    "fabricctl links: each fmn3 link's two one-way delays add up to its round trip +- 20%"
 is "$(echo "$ctl" | count_where '$1 != "fmn3" && $2 != "fmn3" && $4 != "" && $4 >= -300 && $4 <= 300')" 12 \
     "fabricctl links: the other 12 records show no delay"
 command -v sqlite3 >/dev/null \
