@@ -1019,6 +1019,23 @@ static void format_addr (const struct sockaddr_storage *ss, char *buf, size_t le
     }
 }
 
+static bool same_addr (const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+    if (a->ss_family != b->ss_family) {
+        return false;
+    }
+    if (a->ss_family == AF_INET) {
+        const struct sockaddr_in *x = (const void *)a, *y = (const void *)b;
+        return x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
+    }
+    if (a->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *x = (const void *)a, *y = (const void *)b;
+        return x->sin6_port == y->sin6_port
+               && memcmp (&x->sin6_addr, &y->sin6_addr, sizeof (x->sin6_addr)) == 0;
+    }
+    return false;
+}
+
 static void read_data (fm_engine_t *e)
 {
     for (;;) {
@@ -1064,8 +1081,12 @@ static void read_data (fm_engine_t *e)
             drop (e, why, host);
             continue;
         }
-        if (p.src_index >= e->nnodes
-            || e->nodes[p.src_index].addr.ss_family == AF_UNSPEC) {
+        /* A peer whose agent started again elsewhere (a requeued job, a
+         * restart on a new port) sends from an address we do not know yet:
+         * answering the old one would go nowhere.  Drop it and let the
+         * count make the agent ask fabricd for the peers now.
+         */
+        if (p.src_index >= e->nnodes || !same_addr (&from, &e->nodes[p.src_index].addr)) {
             e->cnt.unknown_sender++;
             continue;
         }

@@ -65,7 +65,7 @@ typedef struct {
     uint64_t send_errors;
     uint64_t received;
     uint64_t dropped[FM_WIRE_NREASONS]; /* [FM_WIRE_OK] stays 0 */
-    uint64_t unknown_sender; /* authentic, but src_index is not a node of the job */
+    uint64_t unknown_sender; /* authentic, but not from a known node's known address */
     uint64_t stale;          /* replies to an earlier epoch of ours */
     uint64_t duplicate;
     uint64_t startup_unanswered; /* requests left unanswered within the grace */

@@ -480,6 +480,69 @@ static void test_owd_against_model (void **state)
     fm_engine_destroy (e[1]);
 }
 
+/* b's agent starts again on another port (a requeued job, a restart): a
+ * keeps b's old address until fabricd tells it the new one.  Until then it
+ * answers nothing, since the answer would go to the old address, and counts
+ * the sender as unknown so that the agent asks fabricd at once.
+ */
+static void test_peer_moved (void **state)
+{
+    fm_engine_t *e[2] = {make_engine (50, 0), make_engine (50, 0)};
+    fm_node_t na[2], nb[2];
+    uint16_t ta = 1, tb = 0;
+    const fm_engine_counters_t *ca;
+    fm_linkstats_t sa, sb;
+    uint64_t replies, unknown;
+    fm_error_t err;
+
+    set_node (&na[0], "a", fm_engine_port (e[0]));
+    set_node (&na[1], "b", fm_engine_port (e[1]));
+    assert_int_equal (fm_engine_start (e[0], 11, key, na, 2, 0, &ta, 1, &err), 0);
+    assert_int_equal (fm_engine_start (e[1], 11, key, na, 2, 1, &tb, 1, &err), 0);
+    drive (e, 2, 300LL * 1000 * 1000);
+    ca = fm_engine_counters (e[0]);
+    assert_true (ca->sent_replies >= 5);
+    assert_int_equal (ca->unknown_sender, 0);
+
+    fm_engine_destroy (e[1]);
+    /* a answers what the old b sent before it stopped */
+    drive (e, 1, 50LL * 1000 * 1000);
+    e[1] = make_engine (50, 0);
+    set_node (&nb[0], "a", fm_engine_port (e[0]));
+    set_node (&nb[1], "b", fm_engine_port (e[1]));
+    assert_int_equal (fm_engine_start (e[1], 11, key, nb, 2, 1, &tb, 1, &err), 0);
+    replies = ca->sent_replies;
+    unknown = ca->unknown_sender;
+    drive (e, 2, 400LL * 1000 * 1000);
+    assert_true (ca->unknown_sender - unknown >= 5);
+    assert_int_equal (ca->sent_replies, replies);
+    fm_engine_close_window (e[1], &sb);
+    assert_int_equal (sb.samples, 0);
+
+    assert_int_equal (
+        fm_engine_set_addr (e[0], 1, (struct sockaddr *)&nb[1].addr, nb[1].addrlen), 0);
+    fm_engine_close_window (e[0], &sa);
+    unknown = ca->unknown_sender;
+    drive (e, 2, 600LL * 1000 * 1000);
+    assert_int_equal (ca->unknown_sender, unknown);
+    fm_engine_close_window (e[0], &sa);
+    fm_engine_close_window (e[1], &sb);
+    /* both directions work again: a's probes reach the new b, b's are
+     * answered; b's requests still unanswered at the change (up to the
+     * 200 ms timeout's worth) are lost, and nothing after them
+     */
+    assert_true (sa.samples >= 15);
+    assert_true (sb.samples >= 10);
+    assert_true (sb.lost <= 12);
+    drive (e, 2, 400LL * 1000 * 1000);
+    fm_engine_close_window (e[0], &sa);
+    fm_engine_close_window (e[1], &sb);
+    assert_true (sa.samples >= 10 && sb.samples >= 10);
+    assert_int_equal (sa.lost + sb.lost, 0);
+    fm_engine_destroy (e[0]);
+    fm_engine_destroy (e[1]);
+}
+
 static void test_bye_is_not_loss (void **state)
 {
     fm_linkstats_t s;
@@ -549,6 +612,7 @@ int main (void)
         cmocka_unit_test (test_loopback_pair),
         cmocka_unit_test (test_foreign_and_garbage_dropped),
         cmocka_unit_test (test_unregistered_peer),
+        cmocka_unit_test (test_peer_moved),
         cmocka_unit_test (test_bye_is_not_loss),
         cmocka_unit_test (test_loopback_ipv6),
         cmocka_unit_test (test_clock_huygens),

@@ -15,7 +15,7 @@ export FM_BUILDDIR FM_SRCDIR=$FM_TOP_SRCDIR
 . "$FM_SRCDIR/spank/test/sys.sh"
 mc_require
 command -v jq >/dev/null || plan_skip_all "jq is not installed"
-plan 17
+plan 18
 
 conf=$(mktemp)
 trap 'rm -f "$conf"' RETURN
@@ -96,6 +96,17 @@ ok $? "the job completes"
 grep -q '^done at step 160' "$MC_HOME/prot-$id.out"
 ok $? "the job's work is done"
 
+# The restart keeps the job id, so fabricd holds the first run's
+# registrations: an agent that took a peer's old address from them must
+# still end up probing it (each ordered pair, reported by its sender).
+restarted=$(date -d "$(mc_job_field "$id" StartTime)" +%s)
+rnodes=$(mc_exec ctl scontrol show hostnames "$restart_nodes" | jq -R . | jq -sc .)
+nr=$(echo "$rnodes" | jq length)
+probed=$(fm_get "/v1/links?since=$(($(date +%s) - restarted))s" | jq --argjson n "$rnodes" \
+    '[.links[] | select(.reporter == .src and (.src as $s | $n | index($s))
+        and (.dst as $d | $n | index($d)) and .received > 0)] | length')
+is "$probed" $((nr * (nr - 1))) "after the restart every ordered pair of its $nr nodes was probed and answered"
+
 summary=$(fm_get "/v1/jobs/$id/summary")
 kinds=$(echo "$summary" | jq -r '[.actions[] | select(.result == "done") | .kind] | unique | join(",")')
 is "$kinds" "drain,requeue,signal" "the job's summary lists the drain, the notice and the requeue"
@@ -113,7 +124,6 @@ ok $? "after the fault is cleared the validation passes: $(fm_get "/v1/actions?n
 mc_wait_until 20 undrained "$bad"
 ok $? "fabricd resumed $bad ($(mc_node_state "$bad"))"
 first=$(fm_get "/v1/actions?node=$bad" | jq -r '[.actions[] | select(.kind == "validate" and .result == "started")] | sort_by(.at_ns) | .[0].at_ns / 1e9 | floor')
-restarted=$(date -d "$(mc_job_field "$id" StartTime)" +%s)
 [ "${first:-0}" -ge "$restarted" ] 2>/dev/null
 ok $? "the first validation started after the requeued job restarted (at $(date -d "@${first:-0}" +%T), the job at $(date -d "@$restarted" +%T))"
 
