@@ -410,6 +410,7 @@ static void *http_thread (void *arg)
     fm_ratelimit_t rl = FM_RATELIMIT_INIT (60, 1);
     fm_ratelimit_t rl_register = FM_RATELIMIT_INIT (3600, 1);
     bool last_chance = false, failed_at_stop = false;
+    bool poll_asked = false; /* by a datagram from an unknown sender */
 
     if (!(c = fm_client_create (
               sh->cfg->daemon_url, sh->cfg->munge_socket, HTTP_TIMEOUT_MS, &err))) {
@@ -420,7 +421,6 @@ static void *http_thread (void *arg)
     for (;;) {
         int64_t now = fm_time_mono_ns ();
         bool registered = sh->registered;
-        bool complete = sh->npeers_known >= fm_hostlist_count (sh->hosts);
         size_t pending = fm_spool_count (sh->spool);
         int64_t wake;
 
@@ -449,17 +449,19 @@ static void *http_thread (void *arg)
             }
         } else {
             pthread_mutex_lock (&sh->lock);
-            if (sh->poll_now) {
+            if (sh->poll_now && !poll_asked) {
                 /* at most every PEER_POLL_MIN_NS however many probes arrive */
                 int64_t earliest = next_peers - PEER_POLL_NS + PEER_POLL_MIN_NS;
-                sh->poll_now = false;
                 next_peers = earliest > now ? earliest : now;
-                complete = false;
+                poll_asked = true;
             }
+            sh->poll_now = false;
+            bool complete = sh->npeers_known >= fm_hostlist_count (sh->hosts);
             pthread_mutex_unlock (&sh->lock);
-            if (!complete && now >= next_peers) {
+            if ((!complete || poll_asked) && now >= next_peers) {
                 poll_peers (sh, c);
                 next_peers = now + PEER_POLL_NS;
+                poll_asked = false;
             }
             if (pending > 0 && now >= next_try) {
                 if (send_batch (sh, c) == 0) {
@@ -487,7 +489,8 @@ static void *http_thread (void *arg)
                 continue;
             }
         }
-        if (sh->registered && sh->npeers_known < fm_hostlist_count (sh->hosts)
+        if (sh->registered
+            && (sh->npeers_known < fm_hostlist_count (sh->hosts) || poll_asked)
             && next_peers < wake) {
             wake = next_peers;
         }
