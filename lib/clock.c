@@ -193,6 +193,25 @@ static void fit (struct fm_clock_est *est, int64_t now_ns, fm_clock_estimate_t *
     }
 }
 
+/* Start the model afresh on the samples from since on. */
+static void reanchor (struct fm_clock_est *est,
+                      int64_t since,
+                      int64_t now_ns,
+                      fm_clock_estimate_t *out)
+{
+    if (est->fit_from < since) {
+        est->fit_from = since;
+    }
+    fit (est, now_ns, out);
+    est->stats.reanchors++;
+    est->holding = est->returning = false;
+    /* without an estimate there is no model: the next one anchors */
+    est->model.valid = false;
+    if (out->valid) {
+        anchor (est, now_ns, out);
+    }
+}
+
 /* Holdover (doc/clock.md, "Holdover"). Once an estimate has anchored the
  * model, each estimate first checks the newest measurements of both
  * directions against it. While both stay within tol of the baseline, the
@@ -203,14 +222,16 @@ static void fit (struct fm_clock_est *est, int64_t now_ns, fm_clock_estimate_t *
  * (then the estimate restarts on samples from the return on), or the
  * change has stayed for holdover_ns, or the prediction's own bound has
  * grown to half the change (then the estimate restarts on samples from the
- * change on, and absorbs it as any pairwise estimate would).
+ * change on, and absorbs it as any pairwise estimate would).  A move of
+ * both directions by opposite amounts is the clock's, not a path's: the
+ * estimate restarts on the newest samples at once.
  */
 static void
 hold_estimate (struct fm_clock_est *est, int64_t now_ns, fm_clock_estimate_t *out)
 {
     double shift[2] = {0., 0.}, tol, bound = 0., worst;
     int64_t oldest[2] = {0, 0}, theta, held;
-    bool have, back;
+    bool have, back, clock_moved;
 
     fit (est, now_ns, out);
     if (est->cfg.holdover_ns == 0) {
@@ -230,13 +251,22 @@ hold_estimate (struct fm_clock_est *est, int64_t now_ns, fm_clock_estimate_t *ou
           + (bound - est->model.bound0);
     worst = fmax (fabs (shift[0]), fabs (shift[1]));
     back = have && worst <= tol;
-    if (!est->holding) {
-        if (!have || back) {
-            if (out->valid) {
-                anchor (est, now_ns, out);
-            }
-            return;
+    /* equal and opposite: the paths are as they were and the model's
+     * offset is what moved (a wrong drift, a step), which no path does
+     */
+    clock_moved = have && !back && shift[0] * shift[1] < 0.
+                  && fabs (shift[0] + shift[1]) <= tol;
+    if (!est->holding && (!have || back)) {
+        if (out->valid) {
+            anchor (est, now_ns, out);
         }
+        return;
+    }
+    if (clock_moved) {
+        reanchor (est, oldest[0] < oldest[1] ? oldest[0] : oldest[1], now_ns, out);
+        return;
+    }
+    if (!est->holding) {
         est->holding = true;
         est->returning = false;
         est->hold_since = now_ns;
@@ -260,17 +290,7 @@ hold_estimate (struct fm_clock_est *est, int64_t now_ns, fm_clock_estimate_t *ou
             && (!fm_clock_sub (now_ns, est->hold_since, &held)
                 || held >= est->cfg.holdover_ns || 2 * bound >= worst)) {
             /* the change stayed: a clock step explains it as well */
-            if (est->fit_from < est->hold_since) {
-                est->fit_from = est->hold_since;
-            }
-            fit (est, now_ns, out);
-            est->stats.reanchors++;
-            est->holding = false;
-            /* without an estimate there is no model: the next one anchors */
-            est->model.valid = false;
-            if (out->valid) {
-                anchor (est, now_ns, out);
-            }
+            reanchor (est, est->hold_since, now_ns, out);
             return;
         }
     }

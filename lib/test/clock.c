@@ -713,6 +713,38 @@ static void test_huygens_holdover_impure (void **state)
     fm_clock_est_destroy (est);
 }
 
+/* The peer's clock steps by 20 us after the model is established (or the
+ * model's drift was wrong, which looks the same): both directions move by
+ * equal and opposite amounts, which no path change does.  The estimate
+ * follows within a second instead of holding the old offset.
+ */
+static void test_huygens_holdover_clock_step (void **state)
+{
+    fm_clock_est_t *est = huygens_with_holdover (300000000000LL);
+    struct sim s = sim_default;
+    struct hold_run before = {0}, after = {0};
+    fm_clock_stats_t st;
+
+    assert_non_null (est);
+    rng_state = 24;
+    sim_run (est, NULL, &s, 0., 4e9, 8e6, check_hold, &before);
+    assert_int_equal (before.held, 0);
+    s.off_ns += 20000.;
+    sim_run (est, NULL, &s, 4e9, 1e9, 8e6, check_hold, &after);
+    assert_int_equal (after.held, 0);
+    assert_false (after.last_held);
+    assert_true (fabs (after.last_err) < 100.);
+    memset (&after, 0, sizeof (after));
+    sim_run (est, NULL, &s, 5e9, 3e9, 8e6, check_hold, &after);
+    assert_true (after.valid >= 10);
+    assert_true (after.worst_err < 100.);
+    assert_true (after.worst_excess <= 0.);
+    fm_clock_est_stats (est, &st);
+    assert_int_equal (st.holdovers, 0);
+    assert_true (st.reanchors >= 1);
+    fm_clock_est_destroy (est);
+}
+
 /* A change that stays longer than holdover_ns: the model re-anchors to it,
  * and the estimate is the plain fit of the samples since the change.
  */
@@ -1151,6 +1183,7 @@ int main (void)
         cmocka_unit_test (test_huygens_holdover_step),
         cmocka_unit_test (test_huygens_holdover_impure),
         cmocka_unit_test (test_huygens_holdover_reanchors),
+        cmocka_unit_test (test_huygens_holdover_clock_step),
         cmocka_unit_test (test_huygens_holdover_steady),
         cmocka_unit_test (test_huygens_refuses),
         cmocka_unit_test (test_huygens_refuses_inconsistent),
