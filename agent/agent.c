@@ -542,6 +542,7 @@ typedef struct {
     int64_t window_start_real;
     uint64_t last_seq;
     uint64_t unknown_seen;
+    uint64_t drops_reported[FM_API_PROBE_DROP_NREASONS]; /* engine counts so far */
     int tfd_probe;
     int tfd_window;
     fm_clockpage_t *page; /* NULL: not published */
@@ -762,6 +763,9 @@ static json_t *health_window (loop_t *l)
     return a;
 }
 
+/* the wire's reasons but FM_WIRE_OK, then unknown senders */
+_Static_assert (FM_WIRE_NREASONS == FM_API_PROBE_DROP_NREASONS, "probe drop reasons");
+
 static void close_window (loop_t *l, bool last)
 {
     shared_t *sh = l->sh;
@@ -798,7 +802,20 @@ static void close_window (loop_t *l, bool last)
                           l->ntargets,
                           health_window (l));
     if (w) {
-        text = json_dumps (w, JSON_COMPACT);
+        const fm_engine_counters_t *c = fm_engine_counters (l->engine);
+        uint64_t now[FM_API_PROBE_DROP_NREASONS], delta[FM_API_PROBE_DROP_NREASONS];
+
+        for (int i = 1; i < FM_WIRE_NREASONS; i++) {
+            now[i - 1] = c->dropped[i];
+        }
+        now[FM_WIRE_NREASONS - 1] = c->unknown_sender;
+        for (int i = 0; i < FM_API_PROBE_DROP_NREASONS; i++) {
+            delta[i] = now[i] - l->drops_reported[i];
+        }
+        if (fm_report_add_drops (w, delta) == 0) {
+            memcpy (l->drops_reported, now, sizeof (now));
+            text = json_dumps (w, JSON_COMPACT);
+        }
     }
     json_decref (w);
     free (stats);

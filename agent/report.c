@@ -145,6 +145,35 @@ nomem:
     return NULL;
 }
 
+int fm_report_add_drops (json_t *w, const uint64_t counts[FM_API_PROBE_DROP_NREASONS])
+{
+    static const char *const names[] = {FM_API_PROBE_DROP_REASONS};
+    json_t *o = NULL;
+
+    for (int i = 0; i < FM_API_PROBE_DROP_NREASONS; i++) {
+        if (counts[i] == 0) {
+            continue;
+        }
+        if ((!o && !(o = json_object ()))
+            || json_object_set_new (
+                   o,
+                   names[i],
+                   json_integer ((json_int_t)(counts[i] > FM_API_COUNT_MAX
+                                                  ? FM_API_COUNT_MAX
+                                                  : counts[i])))
+                   < 0) {
+            json_decref (o);
+            errno = ENOMEM;
+            return -1;
+        }
+    }
+    if (o && json_object_set_new (w, "probe_drops", o) < 0) {
+        errno = ENOMEM;
+        return -1;
+    }
+    return 0;
+}
+
 fm_report_clock_t fm_report_clock (const fm_clock_estimate_t *to_reference)
 {
     fm_report_clock_t c = {0};

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "clock.h"
+#include "fm/api.h"
 #include "stats.h"
 
 /* |clock.drift_ppb| accepted by fabricd (doc/api.md): 1000 ppm. */
@@ -36,6 +37,12 @@ json_t *fm_report_window (uint64_t seq,
                           const fm_linkstats_t *stats,
                           size_t n,
                           json_t *health);
+
+/* Add to window w the "probe_drops" object: the nonzero of counts, in the
+ * order of FM_API_PROBE_DROP_REASONS, each capped at FM_API_COUNT_MAX.
+ * Nothing when all are zero. 0, or -1/ENOMEM with w untouched.
+ */
+int fm_report_add_drops (json_t *w, const uint64_t counts[FM_API_PROBE_DROP_NREASONS]);
 
 /* This node's clock from the estimate of the reference node's clock
  * (theta = reference - local): invalid unless the estimate is.

@@ -339,7 +339,19 @@ static void reports (fm_daemon_t *d, const fm_request_t *req, fm_response_t *res
      * not scored again: its evidence was counted, or is stale by now.
      */
     if (res.duplicates == 0) {
+        int64_t drops[FM_API_PROBE_DROP_NREASONS] = {0};
+        bool any = false;
+
         fm_monitor_ingest (d->monitor, &rep);
+        for (size_t w = 0; w < rep.nwindows; w++) {
+            for (int i = 0; i < FM_API_PROBE_DROP_NREASONS; i++) {
+                drops[i] += rep.windows[w].probe_drops[i];
+                any = any || rep.windows[w].probe_drops[i] > 0;
+            }
+        }
+        if (any) {
+            fm_metrics_probe_drops (d->metrics, rep.node, drops);
+        }
     }
     fm_report_release (&rep);
     fm_metrics_ingest (d->metrics, res.accepted, res.records, res.duplicates);

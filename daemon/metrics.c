@@ -67,12 +67,21 @@ struct route_stats {
     double sum;
 };
 
+static const char *const drop_reasons[] = {FM_API_PROBE_DROP_REASONS};
+
+struct drop_node {
+    char node[FM_API_NODE_MAX + 1];
+    uint64_t n[FM_API_PROBE_DROP_NREASONS];
+};
+
 struct fm_metrics {
     const char *const *names;
     size_t nroutes;
     struct route_stats *routes;
     uint64_t rejected[NREJECT];
     fm_ingest_counts_t ingest;
+    struct drop_node *drops; /* by node; the first is "_other" */
+    size_t ndrops, capdrops;
     /* Written by the monitor's thread, read by the HTTP thread. */
     _Atomic uint64_t actions[NKINDS][NRESULTS];
     _Atomic int64_t alarms;
@@ -100,6 +109,7 @@ void fm_metrics_destroy (fm_metrics_t *m)
 {
     if (m) {
         free (m->routes);
+        free (m->drops);
         free (m);
     }
 }
@@ -134,6 +144,50 @@ void fm_metrics_ingest (fm_metrics_t *m,
     m->ingest.windows += windows;
     m->ingest.records += records;
     m->ingest.duplicates += duplicates;
+}
+
+/* The node's slot, added if need be; NULL: no room (not even "_other") */
+static struct drop_node *drop_slot (fm_metrics_t *m, const char *node)
+{
+    if (m->ndrops == 0) {
+        node = "_other"; /* the first slot, made before any node's */
+    }
+    for (size_t i = 0; i < m->ndrops; i++) {
+        if (strcmp (m->drops[i].node, node) == 0) {
+            return &m->drops[i];
+        }
+    }
+    if (m->ndrops > FM_METRICS_DROP_NODES_MAX) {
+        return &m->drops[0];
+    }
+    if (m->ndrops == m->capdrops) {
+        size_t nc = m->capdrops ? m->capdrops * 2 : 16;
+        struct drop_node *nv = realloc (m->drops, nc * sizeof (*nv));
+        if (!nv) {
+            return m->ndrops > 0 ? &m->drops[0] : NULL;
+        }
+        m->drops = nv;
+        m->capdrops = nc;
+    }
+    memset (&m->drops[m->ndrops], 0, sizeof (m->drops[0]));
+    snprintf (m->drops[m->ndrops].node, sizeof (m->drops[0].node), "%s", node);
+    return &m->drops[m->ndrops++];
+}
+
+void fm_metrics_probe_drops (fm_metrics_t *m,
+                             const char *node,
+                             const int64_t drops[FM_API_PROBE_DROP_NREASONS])
+{
+    struct drop_node *d;
+
+    if (!drop_slot (m, "_other") || !(d = drop_slot (m, node))) {
+        return;
+    }
+    for (int i = 0; i < FM_API_PROBE_DROP_NREASONS; i++) {
+        if (drops[i] > 0) {
+            d->n[i] += (uint64_t)drops[i];
+        }
+    }
 }
 
 void fm_metrics_rejected (fm_metrics_t *m, const char *code)
@@ -300,6 +354,21 @@ char *fm_metrics_render (fm_metrics_t *m,
                      "fabricd_ingest_rejected_total{reason=\"%s\"} %llu\n",
                      reject_codes[i],
                      (unsigned long long)m->rejected[i]);
+        }
+    }
+    fprintf (fp,
+             "# HELP fabricd_probe_drops_total Probe datagrams the agents dropped, by"
+             " node and reason.\n"
+             "# TYPE fabricd_probe_drops_total counter\n");
+    for (size_t i = 0; i < m->ndrops; i++) {
+        for (int r = 0; r < FM_API_PROBE_DROP_NREASONS; r++) {
+            if (m->drops[i].n[r]) {
+                fprintf (fp,
+                         "fabricd_probe_drops_total{node=\"%s\",reason=\"%s\"} %llu\n",
+                         m->drops[i].node,
+                         drop_reasons[r],
+                         (unsigned long long)m->drops[i].n[r]);
+            }
         }
     }
     fprintf (fp,

@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fm/api.h"
+
 #include "error.h"
 #include "store.h"
 
@@ -30,6 +32,15 @@ void fm_metrics_ingest (fm_metrics_t *m,
  * the documented set count as "other".
  */
 void fm_metrics_rejected (fm_metrics_t *m, const char *code);
+
+/* Add a report's probe drops of node (FM_API_PROBE_DROP_REASONS order) to
+ * fabricd_probe_drops_total. Past FM_METRICS_DROP_NODES_MAX nodes, or
+ * without memory, the counts go to node "_other".
+ */
+#define FM_METRICS_DROP_NODES_MAX 16384
+void fm_metrics_probe_drops (fm_metrics_t *m,
+                             const char *node,
+                             const int64_t drops[FM_API_PROBE_DROP_NREASONS]);
 
 /* The policy took or decided an action (fm_action_rec_t kind and result:
  * "drain", "done"; a result "error: ..." counts as "error"; unknown values as

@@ -1348,10 +1348,36 @@ static int stream_clock (lex_t *l, ctx_t *c, fm_window_t *w)
     return 0;
 }
 
+static int stream_drops (lex_t *l, ctx_t *c, fm_window_t *w)
+{
+    static const char *const fields[] = {FM_API_PROBE_DROP_REASONS, NULL};
+    ctx_t sub = {NULL, c->inv, c, "probe_drops", -1};
+    char k[64];
+    unsigned seen = 0;
+    bool first = true;
+    int rc;
+
+    if (peek (l) != '{') {
+        return fail (&sub, NULL, "must be an object");
+    }
+    l->p++;
+    while ((rc = next_key (l, &first, k, sizeof (k))) == 1) {
+        int i = field_index (k, fields);
+        if (i < 0) {
+            return fail (&sub, k, "unknown field");
+        }
+        if (once (l, &seen, i) < 0 || read_int (l, &sub, k, &w->probe_drops[i]) < 0
+            || range (&sub, k, w->probe_drops[i], 0, FM_API_COUNT_MAX) < 0) {
+            return -1;
+        }
+    }
+    return rc < 0 ? -1 : 0;
+}
+
 static int stream_window (lex_t *l, ctx_t *c, int64_t now_ns, fm_window_t *w)
 {
     static const char *const fields[] = {
-        "seq", "start_ns", "end_ns", "clock", "links", "health", NULL};
+        "seq", "start_ns", "end_ns", "clock", "links", "health", "probe_drops", NULL};
     unsigned seen = 0;
     bool first = true;
     char k[64];
@@ -1390,6 +1416,11 @@ static int stream_window (lex_t *l, ctx_t *c, int64_t now_ns, fm_window_t *w)
             break;
         case 4:
             if (stream_links (l, c, w) < 0) {
+                return -1;
+            }
+            break;
+        case 6:
+            if (stream_drops (l, c, w) < 0) {
                 return -1;
             }
             break;

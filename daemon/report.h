@@ -7,8 +7,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
 #include <jansson.h>
+
+#include "fm/api.h"
 
 /* Strict validation of request bodies (doc/api.md). Validators name the
  * offending field as a JSON path ("windows[3].links[0].sent").
@@ -50,6 +51,8 @@ typedef struct {
     fm_link_rec_t *links;
     size_t nlinks;
     char *health_json; /* compact JSON array, malloc'd */
+    /* probe datagrams the agent dropped, by FM_API_PROBE_DROP_REASONS */
+    int64_t probe_drops[FM_API_PROBE_DROP_NREASONS];
 } fm_window_t;
 
 typedef struct {

@@ -115,6 +115,30 @@ static void test_window_without_clock (void **state)
     json_decref (w);
 }
 
+/* Probe drops: only the nonzero reasons, capped; none at all: no field. */
+static void test_window_drops (void **state)
+{
+    fm_linkstats_t st = sample_stats ();
+    const char *peers[] = {"x"};
+    fm_report_clock_t clock = {0};
+    uint64_t counts[FM_API_PROBE_DROP_NREASONS] = {0};
+    json_t *w = fm_report_window (1, 1, 2, &clock, peers, &st, 1, NULL), *d;
+
+    assert_non_null (w);
+    assert_int_equal (fm_report_add_drops (w, counts), 0);
+    assert_null (json_object_get (w, "probe_drops"));
+    counts[4] = 12;                     /* bad_tag */
+    counts[6] = 3;                      /* unknown_sender */
+    counts[5] = FM_API_COUNT_MAX + 10u; /* foreign */
+    assert_int_equal (fm_report_add_drops (w, counts), 0);
+    d = json_object_get (w, "probe_drops");
+    assert_int_equal (json_object_size (d), 3);
+    assert_int_equal (json_integer_value (json_object_get (d, "bad_tag")), 12);
+    assert_int_equal (json_integer_value (json_object_get (d, "unknown_sender")), 3);
+    assert_int_equal (json_integer_value (json_object_get (d, "foreign")), FM_API_COUNT_MAX);
+    json_decref (w);
+}
+
 static void test_clock_from_reference (void **state)
 {
     fm_clock_estimate_t e = {
@@ -280,6 +304,7 @@ int main (void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test (test_window_json),
         cmocka_unit_test (test_window_without_clock),
+        cmocka_unit_test (test_window_drops),
         cmocka_unit_test (test_clock_from_reference),
         cmocka_unit_test (test_pick_targets),
         cmocka_unit_test (test_summary_text),

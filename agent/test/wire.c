@@ -12,6 +12,7 @@
 #include <cmocka.h>
 #include <sodium.h>
 
+#include "fm/api.h"
 #include "wire.h"
 
 static uint8_t key[FM_PROBE_KEY_SIZE];
@@ -242,6 +243,14 @@ static void test_reason_names (void **state)
     for (int i = 0; i < FM_WIRE_NREASONS; i++) {
         assert_non_null (fm_wire_reason_name (i));
         assert_string_not_equal (fm_wire_reason_name (i), "unknown");
+    }
+    /* a report's probe_drops keys are these names (doc/api.md) */
+    {
+        static const char *const api[] = {FM_API_PROBE_DROP_REASONS};
+        for (int i = 1; i < FM_WIRE_NREASONS; i++) {
+            assert_string_equal (fm_wire_reason_name (i), api[i - 1]);
+        }
+        assert_string_equal (api[FM_API_PROBE_DROP_NREASONS - 1], "unknown_sender");
     }
 }
 

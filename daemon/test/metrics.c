@@ -191,6 +191,53 @@ static void test_node_names (void **state)
     free (t);
 }
 
+/* Probe drops add up per node and reason; past the node cap they go to
+ * "_other", so that memory stays bounded however many names arrive.
+ */
+static void test_probe_drops (void **state)
+{
+    fixture_t *f = *state;
+    int64_t d[FM_API_PROBE_DROP_NREASONS] = {0};
+    char *t, node[32];
+
+    t = render (f);
+    assert_non_null (strstr (t, "# TYPE fabricd_probe_drops_total counter\n"));
+    assert_null (strstr (t, "fabricd_probe_drops_total{"));
+    free (t);
+    d[4] = 7; /* bad_tag */
+    fm_metrics_probe_drops (f->m, "n1", d);
+    d[4] = 3;
+    d[6] = 2; /* unknown_sender */
+    fm_metrics_probe_drops (f->m, "n1", d);
+    d[4] = 0;
+    d[5] = 1; /* foreign */
+    d[6] = 0;
+    fm_metrics_probe_drops (f->m, "n2", d);
+    t = render (f);
+    assert_non_null (
+        strstr (t, "fabricd_probe_drops_total{node=\"n1\",reason=\"bad_tag\"} 10\n"));
+    assert_non_null (strstr (
+        t, "fabricd_probe_drops_total{node=\"n1\",reason=\"unknown_sender\"} 2\n"));
+    assert_non_null (
+        strstr (t, "fabricd_probe_drops_total{node=\"n2\",reason=\"foreign\"} 1\n"));
+    assert_null (strstr (t, "node=\"n2\",reason=\"bad_tag\""));
+    assert_null (strstr (t, "node=\"_other\""));
+    free (t);
+    for (int i = 0; i < FM_METRICS_DROP_NODES_MAX + 5; i++) {
+        snprintf (node, sizeof (node), "x%d", i);
+        fm_metrics_probe_drops (f->m, node, d);
+    }
+    t = render (f);
+    /* n1, n2 and the first MAX - 2 x's have their own series */
+    assert_non_null (
+        strstr (t, "fabricd_probe_drops_total{node=\"_other\",reason=\"foreign\"} 7\n"));
+    snprintf (node, sizeof (node), "{node=\"x%d\"", FM_METRICS_DROP_NODES_MAX - 3);
+    assert_non_null (strstr (t, node));
+    snprintf (node, sizeof (node), "{node=\"x%d\"", FM_METRICS_DROP_NODES_MAX - 2);
+    assert_null (strstr (t, node));
+    free (t);
+}
+
 int main (void)
 {
     const struct CMUnitTest tests[] = {
@@ -199,6 +246,7 @@ int main (void)
         cmocka_unit_test_setup_teardown (test_rejected_reasons, setup, teardown),
         cmocka_unit_test_setup_teardown (test_actions_and_alarms, setup, teardown),
         cmocka_unit_test_setup_teardown (test_node_names, setup, teardown),
+        cmocka_unit_test_setup_teardown (test_probe_drops, setup, teardown),
     };
 
     return cmocka_run_group_tests (tests, NULL, NULL);

@@ -167,6 +167,19 @@ static const struct {
     {"\"port_xmit_wait\":5",
      "\"port_xmit_wait\":5,\"extra\":1",
      "windows[0].health[0].extra"},
+    {"\"seq\":3", "\"seq\":3,\"probe_drops\":[]", "windows[0].probe_drops"},
+    {"\"seq\":3",
+     "\"seq\":3,\"probe_drops\":{\"bad_key\":1}",
+     "windows[0].probe_drops.bad_key"},
+    {"\"seq\":3",
+     "\"seq\":3,\"probe_drops\":{\"bad_tag\":-1}",
+     "windows[0].probe_drops.bad_tag"},
+    {"\"seq\":3",
+     "\"seq\":3,\"probe_drops\":{\"foreign\":1000000001}",
+     "windows[0].probe_drops.foreign"},
+    {"\"seq\":3",
+     "\"seq\":3,\"probe_drops\":{\"unknown_sender\":\"1\"}",
+     "windows[0].probe_drops.unknown_sender"},
     {"\"windows\":[{", "\"windows\":[1,{", "windows[0]"},
     {"\"windows\":[", "\"windows\":[],\"w\":[", "w"},
 };
@@ -217,7 +230,28 @@ static const struct {
     {"\"port\":1", "\"port\":tru"},
     {"}]}]}", "}]}]}x"},
     {"}]}]}", "}]}]"},
+    {"\"seq\":3", "\"seq\":3,\"probe_drops\":{\"bad_tag\":1,\"bad_tag\":2}"},
 };
+
+/* probe_drops: the counts by reason, zero where absent */
+static void test_probe_drops (void **state)
+{
+    fm_report_t rep;
+    fm_invalid_t inv;
+    const char *text =
+        mutate ("\"seq\":3", "\"seq\":3,\"probe_drops\":{\"bad_tag\":5,\"unknown_sender\":2}");
+
+    assert_int_equal (parse (text, NOW, &rep, &inv), 0);
+    for (int i = 0; i < FM_API_PROBE_DROP_NREASONS; i++) {
+        assert_int_equal (rep.windows[0].probe_drops[i], i == 4 ? 5 : i == 6 ? 2 : 0);
+    }
+    fm_report_release (&rep);
+    assert_int_equal (parse (valid, NOW, &rep, &inv), 0);
+    for (int i = 0; i < FM_API_PROBE_DROP_NREASONS; i++) {
+        assert_int_equal (rep.windows[0].probe_drops[i], 0);
+    }
+    fm_report_release (&rep);
+}
 
 static void test_syntax (void **state)
 {
@@ -384,6 +418,7 @@ int main (void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test (test_valid),
         cmocka_unit_test (test_invalid),
+        cmocka_unit_test (test_probe_drops),
         cmocka_unit_test (test_syntax),
         cmocka_unit_test (test_not_object),
         cmocka_unit_test (test_future),

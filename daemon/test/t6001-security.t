@@ -5,7 +5,8 @@
 # Security, against a real munged, fabricd and fabric-agents (t5001-auth.t has
 # the basic credential cases): credentials bound to their method, path and
 # lifetime; a user reads only their own jobs; admins are not reporters; forged
-# and foreign probe packets are ignored (no answer) and counted; state, store
+# and foreign probe packets are ignored (no answer) and counted, by the agent
+# and in fabricd's /metrics; state, store
 # and spool are created with safe modes and insecure ones are refused.
 . "$(dirname "$0")/lib.sh"
 fm_setup
@@ -22,7 +23,7 @@ sed -i 's/^admin_uids = .*/admin_uids = "daemon"/' "$T/fabricd.conf"
 umask 0000
 fm_fabricd_start || exit 1
 umask 0022
-plan 24
+plan 26
 
 J=61
 NOBODY=$(id -u nobody)
@@ -142,5 +143,13 @@ ok $? "and logged each reason (bad_tag, foreign)" \
     || diag "$(grep 'dropping probe' "$T/agent1.log")"
 is "$(sed -n 's/.*; dropped \([0-9]*\) bad datagrams;.*/\1/p' "$T/agent2.log")" 0 \
     "n2, which was not attacked, dropped none"
+# the agents' windows carry the counts to fabricd (the last at their exit)
+m=$(curl -s "$FD_URL/metrics")
+echo "$m" | grep -qx 'fabricd_probe_drops_total{node="n1",reason="bad_tag"} 30' \
+    && echo "$m" | grep -qx 'fabricd_probe_drops_total{node="n1",reason="foreign"} 30'
+ok $? "/metrics counts n1's drops by reason: 30 bad_tag, 30 foreign" \
+    || diag "$(echo "$m" | grep probe_drops)"
+! echo "$m" | grep -q 'fabricd_probe_drops_total{node="n2"'
+ok $? "and none for n2"
 is "$(stat -c %a "$T/agent1/spool")" 700 "the agent's spool directory is 0700 (made under umask 0)"
 done_testing

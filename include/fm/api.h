@@ -31,6 +31,14 @@
 
 #define FM_API_PROBE_KEY_BYTES 32
 
+/* The keys of a window's "probe_drops": probe datagrams the agent dropped in
+ * the window, by reason (agent/wire.h, then senders it does not know).
+ */
+#define FM_API_PROBE_DROP_REASONS                                                        \
+    "bad_size", "bad_magic", "bad_version", "bad_format", "bad_tag", "foreign",          \
+        "unknown_sender"
+#define FM_API_PROBE_DROP_NREASONS 7
+
 /* Value bounds (ns). */
 #define FM_API_RTT_MAX_NS 60000000000LL
 #define FM_API_OWD_ABS_MAX_NS 60000000000LL
