@@ -18,12 +18,13 @@
 #    one-way delays of each fmn3 link add up to its round trip +- 20%, and
 #    the links not touching fmn3 show none.
 # 2. 5% loss on fmn2's cable (both directions): every directed link touching
-#    fmn2 shows 5% +- 2 points from both its reporters, over >= 1000 probes
-#    each, and the links not touching fmn2 show none.
+#    fmn2 shows 5% -2.5/+2 points from both its reporters, over >= 1000 probes
+#    each, 5% +- 1 point over all of them, and the links not touching fmn2
+#    show none.
 . "$FM_SRCDIR/spank/test/sys.sh"
 mc_require
 command -v jq >/dev/null || plan_skip_all "jq is not installed"
-plan 17
+plan 18
 
 # "SRC DST REPORTER OWD_US RTT_US" lines -> "A REPORTER SUM_US RTT_US" per
 # pair {A, fmn3} measured by one reporter: into fmn3 plus out of it
@@ -133,9 +134,16 @@ echo "$summary" | jq -r '.links[] | "\(.src)->\(.dst) by \(.reporter): sent \(.s
 links_where () {
     echo "$summary" | jq "[.links[] | select($1)] | length"
 }
+# One record of ~1600 probes has a standard error of 0.55 points: each is
+# held to 5% -2.5/+2 points (probes sent in the second before the loss was in
+# place dilute it, never add to it), and the 12 together (~20000 probes, 0.16
+# points) to 5% +- 1 point.  A CI run saw one record at 2.9%.
 is "$(links_where '(.src == "fmn2" or .dst == "fmn2") and .sent >= 1000
-                   and .loss_ratio >= 0.03 and .loss_ratio <= 0.07')" 12 \
-    "the 12 records of the 6 links touching fmn2 show 5% +- 2 points over >= 1000 probes"
+                   and .loss_ratio >= 0.025 and .loss_ratio <= 0.07')" 12 \
+    "the 12 records of the 6 links touching fmn2 show 5% -2.5/+2 points over >= 1000 probes each"
+is "$(echo "$summary" | jq '[.links[] | select(.src == "fmn2" or .dst == "fmn2")]
+    | (map(.lost) | add) / (map(.sent) | add) | . >= 0.04 and . <= 0.06')" true \
+    "and 5% +- 1 point over all 12"
 is "$(links_where '.src != "fmn2" and .dst != "fmn2" and .sent >= 1000 and .loss_ratio <= 0.01')" 12 \
     "the 12 records of the other 6 links show at most 1%"
 done_testing
