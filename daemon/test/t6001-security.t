@@ -149,7 +149,10 @@ echo "$m" | grep -qx 'fabricd_probe_drops_total{node="n1",reason="bad_tag"} 30' 
     && echo "$m" | grep -qx 'fabricd_probe_drops_total{node="n1",reason="foreign"} 30'
 ok $? "/metrics counts n1's drops by reason: 30 bad_tag, 30 foreign" \
     || diag "$(echo "$m" | grep probe_drops)"
-! echo "$m" | grep -q 'fabricd_probe_drops_total{node="n2"'
-ok $? "and none for n2"
+# a peer's probes that arrive before its address is known count as
+# unknown_sender at start: not an attack
+! echo "$m" | grep 'fabricd_probe_drops_total{node="n2"' | grep -vq 'reason="unknown_sender"'
+ok $? "and none for n2 but unknown senders at start" \
+    || diag "$(echo "$m" | grep 'node="n2"')"
 is "$(stat -c %a "$T/agent1/spool")" 700 "the agent's spool directory is 0700 (made under umask 0)"
 done_testing
