@@ -688,9 +688,9 @@ static void publish_clock (loop_t *l)
     d.drift_ppb = fm_engine_clock_rate_ppb (l->engine) + est.drift_ppb;
     d.bound_ns = est.bound_ns;
     d.bound_rate_ppb = PUBLISH_BOUND_RATE_PPB;
-    /* A naive estimate (--clock naive, or huygens' fallback: it fills only
-     * samples[0]) has a drift no better than its bound over the half window
-     * (about 1 s), and bound_ns per second is bound_ns ppb.
+    /* A naive estimate (--clock naive: it fills only samples[0]) has a drift
+     * no better than its bound over the half window (about 1 s), and bound_ns
+     * per second is bound_ns ppb.
      */
     if (est.samples[FM_CLOCK_DIR_IN] == 0 && est.bound_ns > d.bound_rate_ppb) {
         d.bound_rate_ppb = est.bound_ns;

@@ -68,8 +68,9 @@ typedef struct {
     int64_t grace_until;     /* monotonic; see startup_grace_ns */
     fm_linkwin_t *win;
     fm_clock_est_t *clock;
-    /* huygens only: the naive estimate of the same exchanges, for when too
-     * few pairs are pure (per-packet jitter queues every probe differently)
+    /* huygens only: the same envelope fit over every pair, pure or not, for
+     * when too few pairs are pure (per-packet jitter queues every probe
+     * differently); each probe's delay is still an upper bound
      */
     fm_clock_est_t *fallback;
     req_t *ring;
@@ -355,7 +356,7 @@ int fm_engine_start (fm_engine_t *e,
     int64_t now = fm_time_mono_ns ();
     /* a pair every two probe intervals: the probe rate stays the same */
     int64_t interval = (int64_t)((pairs (e) ? 2e9 : 1e9) / e->cfg.rate);
-    fm_clock_config_t ccfg;
+    fm_clock_config_t ccfg, fcfg;
 
     if (e->started) {
         errno = EINVAL;
@@ -388,6 +389,12 @@ int fm_engine_start (fm_engine_t *e,
     if (ccfg.window_ns < (int64_t)(128e9 / e->cfg.rate)) {
         ccfg.window_ns = (int64_t)(128e9 / e->cfg.rate);
     }
+    /* few probes of a jittered path come through unqueued: the fallback
+     * needs a much longer window to pin its envelope (doc/clock.md, Fallback)
+     */
+    fcfg = ccfg;
+    fcfg.all_pairs = true;
+    fcfg.window_ns = 16 * ccfg.window_ns;
     for (size_t i = 0; i < ntargets; i++) {
         if (targets[i] >= nnodes || targets[i] == my_index) {
             errno = EINVAL;
@@ -403,7 +410,7 @@ int fm_engine_start (fm_engine_t *e,
             || !(tv[i].clock = fm_clock_est_create (e->cfg.estimator, &ccfg, err))
             || (pairs (e)
                 && !(tv[i].fallback =
-                         fm_clock_est_create (FM_CLOCK_EST_NAIVE, &ccfg, err)))
+                         fm_clock_est_create (FM_CLOCK_EST_HUYGENS, &fcfg, err)))
             || !(tv[i].ring = calloc (RING_SIZE, sizeof (req_t)))) {
             ntargets = i + 1;
             goto nomem;
@@ -652,21 +659,19 @@ static void clock_add (fm_engine_t *e, target_t *t, const fm_clock_sample_t *smp
     if (fm_clock_est_add (t->clock, smp) == 1) {
         e->cnt.clock_samples++;
     }
+    if (t->fallback) {
+        fm_clock_est_add (t->fallback, smp);
+    }
 }
 
-/* A complete exchange: the naive estimator's sample, or the fallback's;
- * huygens follows the one-way delays with it in holdover.
+/* A complete exchange: the naive estimator's sample; huygens follows the
+ * one-way delays with it in holdover.
  */
 static void clock_exchange (fm_engine_t *e, target_t *t, const fm_clock_exchange_t *x)
 {
     fm_clock_sample_t smp = {.type = FM_CLOCK_SAMPLE_EXCHANGE, .exchange = *x};
 
-    if (t->fallback) {
-        fm_clock_est_add (t->fallback, &smp);
-        fm_clock_est_add (t->clock, &smp);
-    } else {
-        clock_add (e, t, &smp);
-    }
+    clock_add (e, t, &smp);
 }
 
 /* Feed the coded pair that holds request seq to the target's estimator, each

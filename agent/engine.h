@@ -76,7 +76,7 @@ typedef struct {
     uint64_t mixed_stamps;    /* exchanges mixing hardware and software stamps */
     uint64_t hw_stamps;       /* receive stamps taken by the NIC */
     uint64_t clock_samples;   /* pairs or exchanges the clock estimators kept */
-    uint64_t clock_fallbacks; /* huygens estimates answered by the naive fallback */
+    uint64_t clock_fallbacks; /* huygens estimates answered by the fit over all pairs */
     uint64_t sw_stamps;       /* receive stamps taken by the kernel */
 } fm_engine_counters_t;
 
@@ -157,8 +157,8 @@ double fm_engine_clock_rate_ppb (const fm_engine_t *e);
 
 /* Target i's clock against ours (theta = peer - local) at time now_ns of the
  * engine's clock, as fm_clock_est_estimate(): 0, or -1/EAGAIN with out->why.
- * With huygens, when too few of its pairs are pure, the naive estimate of the
- * same exchanges answers instead (counted in clock_fallbacks).
+ * With huygens, when too few of its pairs are pure, the same fit over every
+ * pair, pure or not, answers instead (counted in clock_fallbacks).
  */
 int fm_engine_clock_estimate (fm_engine_t *e,
                               size_t i,

@@ -312,6 +312,7 @@ void fm_clock_config_default (fm_clock_config_t *cfg)
     cfg->window_ns = 2000000000LL;
     cfg->guard_ns = 1500;
     cfg->max_gap_ns = 200000;
+    cfg->all_pairs = false;
     cfg->min_samples = 16;
     cfg->min_span_ns = 500000000LL;
     cfg->capacity = 8192;

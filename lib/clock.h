@@ -72,6 +72,11 @@ typedef struct {
     int64_t guard_ns;
     /* coded pair: max tx gap still "back to back" (200 us) */
     int64_t max_gap_ns;
+    /* huygens: fit every pair, pure or not (false): each probe's delay is an
+     * upper bound whatever its queue, so the envelope holds without the
+     * filter, only less well pinned (the agent's fallback under jitter)
+     */
+    bool all_pairs;
     /* needed to report: per direction (huygens) or in all (naive) (16) */
     unsigned min_samples;
     /* time the samples must cover to report (huygens: both directions) (500 ms) */

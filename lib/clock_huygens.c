@@ -127,7 +127,8 @@ static int huygens_add (struct fm_clock_est *est, const fm_clock_sample_t *s)
         est->stats.invalid++;
         return 0;
     }
-    if (!fm_clock_pair_is_pure (p, est->cfg.guard_ns, est->cfg.max_gap_ns)) {
+    if (!est->cfg.all_pairs
+        && !fm_clock_pair_is_pure (p, est->cfg.guard_ns, est->cfg.max_gap_ns)) {
         est->stats.impure++;
         return 0;
     }
@@ -141,12 +142,22 @@ static int huygens_add (struct fm_clock_est *est, const fm_clock_sample_t *s)
     return 1;
 }
 
-static int cmp_point (const void *a, const void *b)
+/* Sort by time. The ring holds samples in arrival order, which is time order
+ * but for stragglers, so insertion sort runs in about linear time where
+ * qsort() would cost n log n at every estimate.
+ */
+static void sort_points (fm_clock_point_t *p, size_t n)
 {
-    double ta = ((const fm_clock_point_t *)a)->t;
-    double tb = ((const fm_clock_point_t *)b)->t;
+    for (size_t i = 1; i < n; i++) {
+        fm_clock_point_t x = p[i];
+        size_t j = i;
 
-    return (ta > tb) - (ta < tb);
+        while (j > 0 && p[j - 1].t > x.t) {
+            p[j] = p[j - 1];
+            j--;
+        }
+        p[j] = x;
+    }
 }
 
 /* In-window samples of one direction as points relative to (now, dref), sorted. */
@@ -180,7 +191,7 @@ static size_t gather (struct huygens *h,
         h->pts[dir][n].d = (double)dd;
         n++;
     }
-    qsort (h->pts[dir], n, sizeof (fm_clock_point_t), cmp_point);
+    sort_points (h->pts[dir], n);
     return n;
 }
 

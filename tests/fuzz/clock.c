@@ -13,10 +13,11 @@
 
 /* Clock estimators (lib/clock*.c) fed hostile probe timestamps: the agent takes
  * t2/t3 from peers' packets, so any int64 can arrive. Input: a 4-byte header
- * (estimator, capacity, min_samples, window), then 33-byte records: an op byte
- * and four int64 (big-endian). Op bit 6 makes the four values small offsets
- * around a running "now", so that the fuzzer also builds plausible sample
- * series; without it they are taken raw (INT64_MIN, backwards time, ...).
+ * (estimator and all_pairs, capacity, min_samples, window), then 33-byte
+ * records: an op byte and four int64 (big-endian). Op bit 6 makes the four
+ * values small offsets around a running "now", so that the fuzzer also builds
+ * plausible sample series; without it they are taken raw (INT64_MIN, backwards
+ * time, ...).
  *   op & 3 == 0: exchange t1..t4; 1: coded pair (dir from bit 2) tx0 tx1 rx0 rx1;
  *   2: estimate at the first value; 3: reset.
  * Oracles: add() returns 0 or 1; an estimate is either valid with a
@@ -71,6 +72,7 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     cfg.min_samples = 2u + data[2] % (cfg.capacity - 1);
     cfg.window_ns = (1 + (int64_t)data[3]) * 20000000LL;
     cfg.min_span_ns = cfg.window_ns / 4;
+    cfg.all_pairs = data[0] & 2;
     fuzz_check (fm_clock_config_check (&cfg, &err) == 0);
     est = fm_clock_est_create (
         data[0] & 1 ? FM_CLOCK_EST_HUYGENS : FM_CLOCK_EST_NAIVE, &cfg, &err);
