@@ -458,6 +458,19 @@ int fm_summary_fetch (const char *daemon_url,
             fm_errprintf (err, "%s: not a regular file", output);
             goto done;
         }
+        /* the epilog checked the owner before it ran us as the job user; a
+         * file swapped in since, which the user may write but does not own,
+         * is still not the job's output
+         */
+        if (sb.st_uid != geteuid ()) {
+            errno = EPERM;
+            fm_errprintf (err,
+                          "%s: owned by uid %u, not by uid %u",
+                          output,
+                          (unsigned)sb.st_uid,
+                          (unsigned)geteuid ());
+            goto done;
+        }
     }
     len = strlen (text);
     while (off < len) {

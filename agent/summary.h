@@ -25,7 +25,8 @@ char *fm_summary_format (json_t *summary, fm_error_t *err);
 #define FM_SUMMARY_POLL_NS (200LL * 1000 * 1000)
 
 /* Fetch the job's summary from the daemon and append its text to `output`
- * (opened O_APPEND|O_NOFOLLOW, never created; NULL: stdout), with the
+ * (opened O_APPEND|O_NOFOLLOW, never created, a regular file owned by the
+ * effective uid; NULL: stdout), with the
  * identity of the calling process. With wait_ns > 0 it first polls
  * GET /v1/jobs/{id} until every registered agent of the job has sent its
  * final batch, or wait_ns passed (then a line of the text says how many had

@@ -104,7 +104,7 @@ stop () {
     fi
 }
 
-plan 27
+plan 30
 
 fabricd_start
 ok $? "fabricd answers on $URL"
@@ -164,6 +164,26 @@ ok $? "fabric-agent --summary succeeds"
 diag "$(cat "$T/summary")"
 grep -q '^fabric-monitor: network summary of job 77' "$T/summary"
 ok $? "summary header"
+# --output appends only to a regular file of the caller's: not through a
+# link, not to someone else's file it may write
+: >"$T/out.mine"; : >"$T/out.theirs"; chown 65534 "$T/out.theirs"; chmod 666 "$T/out.theirs"
+ln -s "$T/out.mine" "$T/out.link"
+"$AGENT" --summary --daemon "$URL" --job 77 --munge-socket "$SOCK" --output "$T/out.mine" \
+    >"$T/out.log" 2>&1
+ok "$(grep -q '^fabric-monitor: network summary of job 77' "$T/out.mine"; echo $?)" \
+    "--output appends the summary to the caller's own file"
+"$AGENT" --summary --daemon "$URL" --job 77 --munge-socket "$SOCK" --output "$T/out.theirs" \
+    >"$T/out.log" 2>&1
+rc=$?
+ok "$([ $rc -ne 0 ] && [ ! -s "$T/out.theirs" ] \
+    && grep -q 'owned by uid 65534, not by uid' "$T/out.log"; echo $?)" \
+    "--output refuses a file another uid owns, even a writable one (rc $rc)"
+"$AGENT" --summary --daemon "$URL" --job 77 --munge-socket "$SOCK" --output "$T/out.link" \
+    >"$T/out.log" 2>&1
+rc=$?
+ok "$([ $rc -ne 0 ] && [ "$(grep -c 'network summary' "$T/out.mine")" -eq 1 ]; echo $?)" \
+    "--output does not follow a symlink (rc $rc)"
+
 # 2 directed links, each reported by its sender (out) and its receiver (in)
 is "$(grep -cE '^fabric-monitor: n[12] -> n[12] ' "$T/summary")" 4 "summary lists 4 link records"
 # Only the probes a node sends before its peer has heard of it (one peer
