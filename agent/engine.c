@@ -26,6 +26,8 @@
 #include "log.h"
 #include "timeutil.h"
 
+/* the least window of huygens' fallback over all pairs */
+#define FALLBACK_WINDOW_NS (32LL * 1000 * 1000 * 1000)
 /* Outstanding requests per target. Must exceed rate * timeout. */
 #define RING_SIZE 2048
 /* Transmit stamps not yet read back; stamps arrive within microseconds. */
@@ -394,7 +396,9 @@ int fm_engine_start (fm_engine_t *e,
      */
     fcfg = ccfg;
     fcfg.all_pairs = true;
-    fcfg.window_ns = 16 * ccfg.window_ns;
+    if (fcfg.window_ns < FALLBACK_WINDOW_NS) {
+        fcfg.window_ns = FALLBACK_WINDOW_NS;
+    }
     for (size_t i = 0; i < ntargets; i++) {
         if (targets[i] >= nnodes || targets[i] == my_index) {
             errno = EINVAL;
