@@ -535,23 +535,30 @@ static int send_probe (fm_engine_t *e,
     return 0;
 }
 
-/* Target t's clock estimate at engine time now_ns, huygens falling back to
- * naive; a valid one also becomes t's model for the one-way delays.
+/* Target t's clock estimate at engine time now_ns: huygens, or where it
+ * refuses its fallback over all pairs. The fallback's longer window knows the
+ * drift better than huygens' 2 s, and the drift is what carries an estimate
+ * forward to the next; a valid estimate also becomes t's model for the
+ * one-way delays.
  */
 static int estimate_target (
     fm_engine_t *e, target_t *t, int64_t now_ns, fm_clock_estimate_t *out, bool count)
 {
     fm_clock_estimate_t alt;
     int rc = fm_clock_est_estimate (t->clock, now_ns, out);
+    int frc = t->fallback ? fm_clock_est_estimate (t->fallback, now_ns, &alt) : -1;
 
     /* out keeps huygens' reason when the fallback has nothing either */
-    if (rc < 0 && t->fallback
-        && fm_clock_est_estimate (t->fallback, now_ns, &alt) == 0) {
+    if (rc < 0 && frc == 0) {
         if (count) {
             e->cnt.clock_fallbacks++;
         }
         *out = alt;
         rc = 0;
+    } else if (rc == 0 && frc == 0 && !out->holdover && !alt.holdover
+               && alt.drift_bound_ppb < out->drift_bound_ppb) {
+        out->drift_ppb = alt.drift_ppb;
+        out->drift_bound_ppb = alt.drift_bound_ppb;
     }
     t->model.valid = rc == 0;
     if (rc == 0) {
