@@ -596,6 +596,8 @@ static void mark_signaled (fm_monitor_t *m, int64_t job_id, int restarts, int64_
     pthread_mutex_unlock (&m->lock);
 }
 
+static bool backed_off (const fm_monitor_t *m, const char *node, int64_t now);
+
 static void execute (fm_monitor_t *m, const fm_action_t *a, int64_t now)
 {
     fm_action_rec_t rec = {.at_ns = now, .dry_run = a->dry_run};
@@ -621,6 +623,16 @@ static void execute (fm_monitor_t *m, const fm_action_t *a, int64_t now)
                    a->node[0] ? a->node : "",
                    a->reason[0] ? ": " : "",
                    a->reason);
+        record (m, &rec);
+        return;
+    }
+    /* A failed validation drained it again, and the healthy windows behind
+     * this resume may be that validation job's own: only the next validation,
+     * after the backoff, resumes it.
+     */
+    if (a->kind == FM_ACT_RESUME && backed_off (m, a->node, now)) {
+        snprintf (rec.result, sizeof (rec.result), "held");
+        fm_notice ("policy: resume %s held: its last validation failed", a->node);
         record (m, &rec);
         return;
     }
