@@ -544,6 +544,7 @@ typedef struct {
     uint64_t unknown_seen;
     uint64_t drops_reported[FM_API_PROBE_DROP_NREASONS]; /* engine counts so far */
     int tfd_probe;
+    int64_t probe_armed; /* tfd_probe's deadline, monotonic */
     int tfd_window;
     fm_clockpage_t *page; /* NULL: not published */
     int64_t next_publish; /* monotonic */
@@ -1077,12 +1078,16 @@ int fm_agent_run (const fm_agent_cfg_t *cfg, fm_error_t *err)
             }
         }
         if (l.started) {
-            int64_t now = fm_time_mono_ns (), deadline;
+            int64_t now = fm_time_mono_ns (), deadline, wake;
+            uint64_t sent = fm_engine_counters (l.engine)->sent_requests;
+
             fm_engine_run (l.engine, now);
             /* the software stamps of what we just sent are queued by now:
              * read them here rather than be woken for them
              */
-            input (&l);
+            if (fm_engine_counters (l.engine)->sent_requests != sent) {
+                input (&l);
+            }
             if (now >= l.next_publish) {
                 publish_clock (&l);
                 l.next_publish = now + PUBLISH_NS;
@@ -1091,9 +1096,12 @@ int fm_agent_run (const fm_agent_cfg_t *cfg, fm_error_t *err)
             if (deadline > l.next_publish) {
                 deadline = l.next_publish;
             }
-            arm (l.tfd_probe,
-                 deadline < now + l.coalesce_ns ? now + l.coalesce_ns : deadline,
-                 0);
+            wake = deadline < now + l.coalesce_ns ? now + l.coalesce_ns : deadline;
+            /* most wakeups are datagrams that leave the deadline as it was */
+            if (wake != l.probe_armed) {
+                arm (l.tfd_probe, wake, 0);
+                l.probe_armed = wake;
+            }
         }
     }
     if (l.started) {

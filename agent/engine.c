@@ -36,8 +36,11 @@
 #define TX_STAMP_SLACK_NS (100LL * 1000 * 1000)
 /* How often each target's clock estimate is refreshed for the one-way
  * delays: holdover needs the estimator to look at its newest samples often.
+ * Without new samples only the window's expiry changes the estimate, so it
+ * is refreshed less often then (at default probing, most refreshes).
  */
 #define MODEL_REFRESH_NS (250LL * 1000 * 1000)
+#define MODEL_IDLE_REFRESH_NS (1000LL * 1000 * 1000)
 
 typedef struct {
     uint64_t seq;
@@ -86,6 +89,7 @@ typedef struct {
         int64_t at, theta;
         double drift;      /* ns per ns */
         int64_t refreshed; /* monotonic */
+        bool fed;          /* samples since the refresh */
     } model;
     /* how this window's one-way delays are taken, fixed by its first
      * exchange: against the model, or (none yet) its min-RTT exchange
@@ -657,9 +661,11 @@ void fm_engine_run (fm_engine_t *e, int64_t now)
             }
             expire (e, t, now);
         }
-        if (now - t->model.refreshed >= MODEL_REFRESH_NS) {
+        if (now - t->model.refreshed
+            >= (t->model.fed ? MODEL_REFRESH_NS : MODEL_IDLE_REFRESH_NS)) {
             fm_clock_estimate_t est;
             t->model.refreshed = now;
+            t->model.fed = false;
             estimate_target (e, t, real_now (e), &est, false);
         }
     }
@@ -667,6 +673,7 @@ void fm_engine_run (fm_engine_t *e, int64_t now)
 
 static void clock_add (fm_engine_t *e, target_t *t, const fm_clock_sample_t *smp)
 {
+    t->model.fed = true;
     if (fm_clock_est_add (t->clock, smp) == 1) {
         e->cnt.clock_samples++;
     }
