@@ -636,6 +636,15 @@ static void execute (fm_monitor_t *m, const fm_action_t *a, int64_t now)
         record (m, &rec);
         return;
     }
+    /* The windows behind this drain are the validation job's own: the
+     * validation judges them, and drains the node with its own reason.
+     */
+    if (a->kind == FM_ACT_DRAIN && m->prob.active && strcmp (a->node, m->prob.node) == 0) {
+        snprintf (rec.result, sizeof (rec.result), "held");
+        fm_notice ("policy: drain %s held: its validation is running", a->node);
+        record (m, &rec);
+        return;
+    }
     switch (a->kind) {
     case FM_ACT_DRAIN:
         rc = fm_actions_drain (m->act, a->node, a->reason, &err);
