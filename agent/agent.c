@@ -921,6 +921,7 @@ int fm_agent_run (const fm_agent_cfg_t *cfg, fm_error_t *err)
     char spooldir[4096];
     int ep = -1, sfd = -1, my_index, ret = 1;
     size_t n;
+    double top_rate;
     bool running = true, failed = false;
 
     if (!(sh.hosts = fm_hostlist_expand (cfg->job_nodes, FM_ENGINE_MAX_NODES, err))) {
@@ -946,12 +947,20 @@ int fm_agent_run (const fm_agent_cfg_t *cfg, fm_error_t *err)
     }
     l.rate = cfg->rate > 0 ? cfg->rate : fm_agent_default_rate (l.ntargets);
     ecfg.rate = l.rate;
-    l.coalesce_ns = (int64_t)(1e9 / l.rate) / 2;
+    /* a rate the user set is kept as it is */
+    if (cfg->rate == 0 && l.rate < FM_AGENT_RATE_DEFAULT) {
+        ecfg.boost_rate = l.rate * FM_AGENT_BOOST < FM_AGENT_RATE_DEFAULT
+                              ? l.rate * FM_AGENT_BOOST
+                              : FM_AGENT_RATE_DEFAULT;
+        ecfg.boost_ns = FM_AGENT_BOOST_NS;
+    }
+    top_rate = ecfg.boost_rate > l.rate ? ecfg.boost_rate : l.rate;
+    l.coalesce_ns = (int64_t)(1e9 / top_rate) / 2;
     if (l.coalesce_ns > COALESCE_NS) {
         l.coalesce_ns = COALESCE_NS;
     }
     /* a window holds at most rate * window samples; allow for a 60 s window */
-    ecfg.max_samples = (size_t)(l.rate * 60) + 16;
+    ecfg.max_samples = (size_t)(top_rate * 60) + 16;
     if (resolve (cfg->bind_addr ? cfg->bind_addr : cfg->node,
                  cfg->port,
                  AF_UNSPEC,
@@ -1129,10 +1138,12 @@ int fm_agent_run (const fm_agent_cfg_t *cfg, fm_error_t *err)
             bad += c->dropped[i];
         }
         fm_info ("sent %ju requests, %ju replies; dropped %ju bad datagrams; "
+                 "%ju boosts after a loss; "
                  "%ju windows delivered, %ju refused, %ju evicted from the spool",
                  (uintmax_t)c->sent_requests,
                  (uintmax_t)c->sent_replies,
                  (uintmax_t)bad,
+                 (uintmax_t)c->boosts,
                  (uintmax_t)sh.sent_windows,
                  (uintmax_t)sh.refused_windows,
                  (uintmax_t)fm_spool_dropped (sh.spool));

@@ -16,10 +16,16 @@
 #define FM_AGENT_RANDOM_PEERS 10
 /* Default probing: FM_AGENT_RATE_DEFAULT probes/s to each peer, but at most
  * FM_AGENT_PROBE_BUDGET/s from a node in all, so that a node's cost does not
- * grow with its peers: 16 peers get 1.5/s each (bench/agent-cost).
+ * grow with its peers: 16 peers get 0.75/s each (bench/agent-cost).
  */
 #define FM_AGENT_RATE_DEFAULT 10.0
-#define FM_AGENT_PROBE_BUDGET 24.0
+#define FM_AGENT_PROBE_BUDGET 12.0
+/* At default probing, a peer that lost a probe is probed FM_AGENT_BOOST times
+ * as often (at most FM_AGENT_RATE_DEFAULT) until FM_AGENT_BOOST_NS after its
+ * last loss: a lossy link shows soon, a healthy fabric stays cheap.
+ */
+#define FM_AGENT_BOOST 4.0
+#define FM_AGENT_BOOST_NS (30LL * 1000 * 1000 * 1000)
 
 typedef struct {
     const char *daemon_url;

@@ -60,6 +60,7 @@ typedef struct {
     uint16_t index;
     int64_t next_send;
     int64_t interval;
+    int64_t boost_until; /* monotonic; probed at the boost rate before it */
     uint64_t next_seq;
     uint64_t oldest; /* lowest seq not yet resolved */
     bool have_max_reply;
@@ -170,6 +171,12 @@ static bool pairs (const fm_engine_t *e)
     return e->cfg.estimator == FM_CLOCK_EST_HUYGENS;
 }
 
+static int64_t probe_interval (const fm_engine_t *e, double rate)
+{
+    /* a pair every two probe intervals: the probe rate stays the same */
+    return (int64_t)((pairs (e) ? 2e9 : 1e9) / rate);
+}
+
 static int enable_timestamps (int fd, bool with_id, bool hw)
 {
     int flags = SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_RX_SOFTWARE
@@ -259,6 +266,9 @@ fm_engine_t *fm_engine_create (const fm_engine_cfg_t *cfg,
     socklen_t sslen = sizeof (ss);
 
     if (!cfg || !addr || !(cfg->rate > 0 && cfg->rate <= FM_ENGINE_MAX_RATE)
+        || (cfg->boost_rate != 0
+            && !(cfg->boost_rate > cfg->rate && cfg->boost_rate <= FM_ENGINE_MAX_RATE
+                 && cfg->boost_ns > 0))
         || (cfg->estimator != FM_CLOCK_EST_NAIVE
             && cfg->estimator != FM_CLOCK_EST_HUYGENS)
         || cfg->timeout_ns <= 0 || cfg->max_samples == 0
@@ -360,8 +370,7 @@ int fm_engine_start (fm_engine_t *e,
     fm_node_t *nv = NULL;
     requester_t *rv = NULL;
     int64_t now = fm_time_mono_ns ();
-    /* a pair every two probe intervals: the probe rate stays the same */
-    int64_t interval = (int64_t)((pairs (e) ? 2e9 : 1e9) / e->cfg.rate);
+    int64_t interval = probe_interval (e, e->cfg.rate);
     fm_clock_config_t ccfg, fcfg;
 
     if (e->started) {
@@ -591,6 +600,29 @@ static bool model_theta (const target_t *t, int64_t at, int64_t *theta)
            && !__builtin_add_overflow (t->model.theta, (int64_t)llround (corr), theta);
 }
 
+static int64_t target_interval (const fm_engine_t *e, const target_t *t, int64_t now)
+{
+    return now < t->boost_until ? probe_interval (e, e->cfg.boost_rate) : t->interval;
+}
+
+static void boost (fm_engine_t *e, target_t *t, int64_t now)
+{
+    int64_t interval;
+
+    if (e->cfg.boost_rate == 0) {
+        return;
+    }
+    if (now >= t->boost_until) {
+        e->cnt.boosts++;
+        /* the next probe need not wait out the slow interval */
+        interval = probe_interval (e, e->cfg.boost_rate);
+        if (t->next_send > now + interval) {
+            t->next_send = now + interval;
+        }
+    }
+    t->boost_until = now + e->cfg.boost_ns;
+}
+
 static void expire (fm_engine_t *e, target_t *t, int64_t now)
 {
     while (t->oldest < t->next_seq) {
@@ -607,6 +639,7 @@ static void expire (fm_engine_t *e, target_t *t, int64_t now)
                 e->cnt.startup_unanswered++;
             } else {
                 fm_linkwin_timeout (t->win);
+                boost (e, t, now);
             }
         }
         t->oldest++;
@@ -648,16 +681,17 @@ void fm_engine_run (fm_engine_t *e, int64_t now)
         target_t *t = &e->targets[i];
         expire (e, t, now);
         if (now >= t->next_send) {
-            int64_t j = (int64_t)randombytes_uniform ((uint32_t)(t->interval / 5 + 1));
+            int64_t interval = target_interval (e, t, now);
+            int64_t j = (int64_t)randombytes_uniform ((uint32_t)(interval / 5 + 1));
             send_request (e, i, now);
             if (pairs (e)) {
                 /* the second of the pair right behind the first: seq 2k, 2k+1 */
                 send_request (e, i, now);
             }
-            t->next_send += t->interval - t->interval / 10 + j;
+            t->next_send += interval - interval / 10 + j;
             if (t->next_send < now) {
                 /* we were stalled: do not burst to catch up */
-                t->next_send = now + t->interval;
+                t->next_send = now + interval;
             }
             expire (e, t, now);
         }

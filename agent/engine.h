@@ -57,6 +57,13 @@ typedef struct {
      * have heard of us yet (it learns our address from fabricd).
      */
     int64_t startup_grace_ns;
+    /* A target that lost a request is probed at boost_rate (above rate, at
+     * most FM_ENGINE_MAX_RATE; 0: never) until boost_ns after its last loss:
+     * a low rate keeps a healthy fabric cheap, and a lossy link gets the
+     * samples that show it soon.
+     */
+    double boost_rate;
+    int64_t boost_ns;
 } fm_engine_cfg_t;
 
 typedef struct {
@@ -78,6 +85,7 @@ typedef struct {
     uint64_t clock_samples;   /* pairs or exchanges the clock estimators kept */
     uint64_t clock_fallbacks; /* huygens estimates answered by the fit over all pairs */
     uint64_t sw_stamps;       /* receive stamps taken by the kernel */
+    uint64_t boosts;          /* targets that went to the boost rate */
 } fm_engine_counters_t;
 
 /* Bind a UDP socket to addr (port 0 picks one) and enable timestamping.

@@ -123,6 +123,16 @@ static void test_create_invalid (void **state)
     assert_int_equal (errno, EINVAL);
     cfg.rate = FM_ENGINE_MAX_RATE * 2;
     assert_null (fm_engine_create (&cfg, (struct sockaddr *)&sin, sizeof (sin), &err));
+    /* a boost is above the rate, at most the maximum, and lasts */
+    cfg.rate = 10;
+    cfg.boost_rate = 10;
+    cfg.boost_ns = 1;
+    assert_null (fm_engine_create (&cfg, (struct sockaddr *)&sin, sizeof (sin), &err));
+    cfg.boost_rate = FM_ENGINE_MAX_RATE * 2;
+    assert_null (fm_engine_create (&cfg, (struct sockaddr *)&sin, sizeof (sin), &err));
+    cfg.boost_rate = 20;
+    cfg.boost_ns = 0;
+    assert_null (fm_engine_create (&cfg, (struct sockaddr *)&sin, sizeof (sin), &err));
     fm_engine_destroy (NULL);
 }
 
@@ -557,6 +567,85 @@ static void test_bye_is_not_loss (void **state)
     assert_true (after <= 1); /* a stopped probing b */
 }
 
+static fm_engine_t *make_engine_boost (double boost_rate, int port)
+{
+    fm_engine_cfg_t cfg = {
+        .rate = 4,
+        .timeout_ns = 200 * 1000 * 1000,
+        .max_samples = 10000,
+        .boost_rate = boost_rate,
+        .boost_ns = 500 * 1000 * 1000,
+    };
+    struct sockaddr_in sin = loopback (port);
+    fm_error_t err;
+    fm_engine_t *e =
+        fm_engine_create (&cfg, (struct sockaddr *)&sin, sizeof (sin), &err);
+
+    if (!e) {
+        fail_msg ("fm_engine_create: %s", err.text);
+    }
+    return e;
+}
+
+/* a probes b at 4/s (boosted to boost_rate on a loss, for 500 ms after the
+ * last): the requests a sends in 1 s of b's silence, and in 1 s a while
+ * after b is back on its port
+ */
+static void run_boost (double boost_rate, uint64_t *silent, uint64_t *after)
+{
+    fm_engine_t *e[2] = {make_engine_boost (boost_rate, 0), make_engine_boost (0, 0)};
+    int port_b = fm_engine_port (e[1]);
+    fm_node_t nodes[2];
+    uint16_t ta = 1, tb = 0;
+    uint64_t sent;
+    fm_error_t err;
+
+    set_node (&nodes[0], "a", fm_engine_port (e[0]));
+    set_node (&nodes[1], "b", port_b);
+    assert_int_equal (fm_engine_start (e[0], 5, key, nodes, 2, 0, &ta, 1, &err), 0);
+    assert_int_equal (fm_engine_start (e[1], 5, key, nodes, 2, 1, &tb, 1, &err), 0);
+    drive (e, 2, 600LL * 1000 * 1000);
+    assert_int_equal (fm_engine_counters (e[0])->boosts, 0);
+    fm_engine_destroy (e[1]);
+    sent = fm_engine_counters (e[0])->sent_requests;
+    drive (e, 1, 1000LL * 1000 * 1000);
+    *silent = fm_engine_counters (e[0])->sent_requests - sent;
+    assert_int_equal (fm_engine_counters (e[0])->boosts, boost_rate > 0 ? 1 : 0);
+    e[1] = make_engine_boost (0, port_b);
+    assert_int_equal (fm_engine_start (e[1], 5, key, nodes, 2, 1, &tb, 1, &err), 0);
+    /* the last loss comes at most 200 ms after b is back, the boost ends
+     * 500 ms after that
+     */
+    drive (e, 2, 900LL * 1000 * 1000);
+    sent = fm_engine_counters (e[0])->sent_requests;
+    drive (e, 2, 1000LL * 1000 * 1000);
+    *after = fm_engine_counters (e[0])->sent_requests - sent;
+    fm_engine_destroy (e[0]);
+    fm_engine_destroy (e[1]);
+}
+
+static void test_loss_boosts_rate (void **state)
+{
+    uint64_t silent, after;
+
+    /* the control: 4/s, lost or not */
+    run_boost (0, &silent, &after);
+    print_message ("# no boost: %ju sent in 1 s of silence, %ju after\n",
+                   (uintmax_t)silent,
+                   (uintmax_t)after);
+    assert_true (silent >= 2 && silent <= 7);
+    assert_true (after >= 2 && after <= 7);
+    /* 40/s from the first loss, 200-450 ms into the silence; 4/s once the
+     * losses have stopped for 500 ms
+     */
+    run_boost (40, &silent, &after);
+    print_message ("# boost to 40/s: %ju sent in 1 s of silence, %ju after\n",
+                   (uintmax_t)silent,
+                   (uintmax_t)after);
+    assert_true (silent >= 15);
+    assert_true (after >= 2 && after <= 7);
+}
+
 /* The same over IPv6: stamps come back on the IPv6 error queue. */
 static void test_loopback_ipv6 (void **state)
 {
@@ -614,6 +703,7 @@ int main (void)
         cmocka_unit_test (test_unregistered_peer),
         cmocka_unit_test (test_peer_moved),
         cmocka_unit_test (test_bye_is_not_loss),
+        cmocka_unit_test (test_loss_boosts_rate),
         cmocka_unit_test (test_loopback_ipv6),
         cmocka_unit_test (test_clock_huygens),
         cmocka_unit_test (test_clock_naive),
