@@ -41,8 +41,11 @@
 #define PEER_POLL_NS (2LL * FM_NSEC_PER_SEC)
 #define PEER_POLL_MIN_NS (50LL * 1000 * 1000)
 #define REQUEST_TIMEOUT_NS (1LL * FM_NSEC_PER_SEC)
-/* the job timeline page: refreshed this often, trusted for VALID_FOR */
+/* the job timeline page: refreshed at a wakeup this long after the last,
+ * woken for after PUBLISH_MAX_NS, trusted for PUBLISH_VALID_NS
+ */
 #define PUBLISH_NS (250LL * 1000 * 1000)
+#define PUBLISH_MAX_NS (1000LL * 1000 * 1000)
 /* Timer wakeups are coalesced: probes and timeouts that come due within
  * this much of each other, or half a probe interval when that is shorter,
  * are handled in one wakeup (a probe leaves up to that late, which its
@@ -52,6 +55,10 @@
  * times the clocks' rate difference.
  */
 #define COALESCE_NS (50LL * 1000 * 1000)
+/* and a wakeup sends the probes due within this much (at most a quarter of
+ * their interval): most then go out with an answer instead of on a wakeup
+ */
+#define EARLY_NS (250LL * 1000 * 1000)
 #define PUBLISH_VALID_NS (2LL * FM_NSEC_PER_SEC)
 /* how fast the published bound grows away from its epoch: the drift
  * uncertainty, conservatively (doc/clock.md)
@@ -547,7 +554,7 @@ typedef struct {
     int64_t probe_armed; /* tfd_probe's deadline, monotonic */
     int tfd_window;
     fm_clockpage_t *page; /* NULL: not published */
-    int64_t next_publish; /* monotonic */
+    int64_t published;    /* monotonic: the page's last refresh */
     double rate;          /* probes/s to each peer */
     int64_t coalesce_ns;  /* see COALESCE_NS */
     int64_t ref_epoch_ns; /* job time of the first valid publication, 0: none */
@@ -912,6 +919,7 @@ int fm_agent_run (const fm_agent_cfg_t *cfg, fm_error_t *err)
         .clock = cfg->clock,
         .estimator = cfg->estimator,
         .startup_grace_ns = STARTUP_GRACE_NS,
+        .early_ns = EARLY_NS,
     };
     struct sockaddr_storage bind_ss;
     socklen_t bind_len;
@@ -1097,13 +1105,13 @@ int fm_agent_run (const fm_agent_cfg_t *cfg, fm_error_t *err)
             if (fm_engine_counters (l.engine)->sent_requests != sent) {
                 input (&l);
             }
-            if (now >= l.next_publish) {
+            if (l.page && now - l.published >= PUBLISH_NS) {
                 publish_clock (&l);
-                l.next_publish = now + PUBLISH_NS;
+                l.published = now;
             }
             deadline = fm_engine_deadline (l.engine);
-            if (deadline > l.next_publish) {
-                deadline = l.next_publish;
+            if (l.page && deadline > l.published + PUBLISH_MAX_NS) {
+                deadline = l.published + PUBLISH_MAX_NS;
             }
             wake = deadline < now + l.coalesce_ns ? now + l.coalesce_ns : deadline;
             /* most wakeups are datagrams that leave the deadline as it was */

@@ -271,7 +271,7 @@ fm_engine_t *fm_engine_create (const fm_engine_cfg_t *cfg,
                  && cfg->boost_ns > 0))
         || (cfg->estimator != FM_CLOCK_EST_NAIVE
             && cfg->estimator != FM_CLOCK_EST_HUYGENS)
-        || cfg->timeout_ns <= 0 || cfg->max_samples == 0
+        || cfg->timeout_ns <= 0 || cfg->max_samples == 0 || cfg->early_ns < 0
         || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6)) {
         errno = EINVAL;
         fm_errprintf (err, "invalid probe engine configuration");
@@ -679,9 +679,13 @@ void fm_engine_run (fm_engine_t *e, int64_t now)
 {
     for (size_t i = 0; i < e->ntargets; i++) {
         target_t *t = &e->targets[i];
+        int64_t interval, early;
+
         expire (e, t, now);
-        if (now >= t->next_send) {
-            int64_t interval = target_interval (e, t, now);
+        interval = target_interval (e, t, now);
+        /* a quarter interval early at most: one send a run keeps up */
+        early = e->cfg.early_ns < interval / 4 ? e->cfg.early_ns : interval / 4;
+        if (now >= t->next_send - early) {
             int64_t j = (int64_t)randombytes_uniform ((uint32_t)(interval / 5 + 1));
             send_request (e, i, now);
             if (pairs (e)) {

@@ -64,6 +64,11 @@ typedef struct {
      */
     double boost_rate;
     int64_t boost_ns;
+    /* A run sends a target's probe up to early_ns before it is due (>= 0): a
+     * wakeup for a datagram takes the sends that would need one of their own
+     * soon. The schedule stays, and so does the rate.
+     */
+    int64_t early_ns;
 } fm_engine_cfg_t;
 
 typedef struct {

@@ -133,6 +133,9 @@ static void test_create_invalid (void **state)
     cfg.boost_rate = 20;
     cfg.boost_ns = 0;
     assert_null (fm_engine_create (&cfg, (struct sockaddr *)&sin, sizeof (sin), &err));
+    cfg.boost_rate = 0;
+    cfg.early_ns = -1;
+    assert_null (fm_engine_create (&cfg, (struct sockaddr *)&sin, sizeof (sin), &err));
     fm_engine_destroy (NULL);
 }
 
@@ -646,6 +649,62 @@ static void test_loss_boosts_rate (void **state)
     assert_true (after >= 2 && after <= 7);
 }
 
+/* A run sends a probe due within early_ns, up to a quarter interval, and
+ * keeps the schedule: at 5/s, runs every 10 ms for 2 s send about 10.
+ */
+static void test_early_send (void **state)
+{
+    fm_engine_cfg_t cfg = {
+        .rate = 5,
+        .timeout_ns = 200 * 1000 * 1000,
+        .max_samples = 10000,
+        .early_ns = 100 * 1000 * 1000,
+    };
+    struct sockaddr_in sin = loopback (0);
+    fm_engine_t *e[2];
+    fm_node_t nodes[2];
+    uint16_t ta = 1, tb = 0;
+    uint64_t sent;
+    int64_t due, end;
+    fm_error_t err;
+
+    assert_non_null (
+        e[0] = fm_engine_create (&cfg, (struct sockaddr *)&sin, sizeof (sin), &err));
+    cfg.early_ns = 0;
+    assert_non_null (
+        e[1] = fm_engine_create (&cfg, (struct sockaddr *)&sin, sizeof (sin), &err));
+    set_node (&nodes[0], "a", fm_engine_port (e[0]));
+    set_node (&nodes[1], "b", fm_engine_port (e[1]));
+    assert_int_equal (fm_engine_start (e[0], 9, key, nodes, 2, 0, &ta, 1, &err), 0);
+    assert_int_equal (fm_engine_start (e[1], 9, key, nodes, 2, 1, &tb, 1, &err), 0);
+    for (int i = 0; i < 2; i++) {
+        due = fm_engine_deadline (e[i]);
+        sent = fm_engine_counters (e[i])->sent_requests;
+        /* a quarter of the 200 ms interval, not early_ns's 100 ms */
+        fm_engine_run (e[i], due - 60 * 1000 * 1000);
+        assert_int_equal (fm_engine_counters (e[i])->sent_requests, sent);
+        /* a sends 40 ms early; b, without early_ns, waits */
+        fm_engine_run (e[i], due - 40 * 1000 * 1000);
+        assert_int_equal (fm_engine_counters (e[i])->sent_requests - sent, i == 0 ? 1 : 0);
+        fm_engine_run (e[i], due);
+        assert_int_equal (fm_engine_counters (e[i])->sent_requests - sent, 1);
+    }
+    sent = fm_engine_counters (e[0])->sent_requests;
+    end = fm_time_mono_ns () + 2000LL * 1000 * 1000;
+    while (fm_time_mono_ns () < end) {
+        fm_engine_input (e[0]);
+        fm_engine_input (e[1]);
+        fm_engine_run (e[0], fm_time_mono_ns ());
+        fm_engine_run (e[1], fm_time_mono_ns ());
+        usleep (10 * 1000);
+    }
+    sent = fm_engine_counters (e[0])->sent_requests - sent;
+    print_message ("# 5/s, 50 ms early, runs every 10 ms: %ju sent in 2 s\n", (uintmax_t)sent);
+    assert_true (sent >= 8 && sent <= 12);
+    fm_engine_destroy (e[0]);
+    fm_engine_destroy (e[1]);
+}
+
 /* The same over IPv6: stamps come back on the IPv6 error queue. */
 static void test_loopback_ipv6 (void **state)
 {
@@ -704,6 +763,7 @@ int main (void)
         cmocka_unit_test (test_peer_moved),
         cmocka_unit_test (test_bye_is_not_loss),
         cmocka_unit_test (test_loss_boosts_rate),
+        cmocka_unit_test (test_early_send),
         cmocka_unit_test (test_loopback_ipv6),
         cmocka_unit_test (test_clock_huygens),
         cmocka_unit_test (test_clock_naive),
