@@ -36,6 +36,20 @@ static struct sockaddr_in loopback (int port)
     return sin;
 }
 
+/* an engine on the loopback port (0: any); the test fails without one */
+static fm_engine_t *create_on (const fm_engine_cfg_t *cfg, int port)
+{
+    struct sockaddr_in sin = loopback (port);
+    fm_error_t err;
+    fm_engine_t *e =
+        fm_engine_create (cfg, (struct sockaddr *)&sin, sizeof (sin), &err);
+
+    if (!e) {
+        fail_msg ("fm_engine_create: %s", err.text);
+    }
+    return e;
+}
+
 static fm_engine_t *make_engine_grace (double rate, int64_t offset, int64_t grace)
 {
     fm_engine_cfg_t cfg = {
@@ -45,15 +59,8 @@ static fm_engine_t *make_engine_grace (double rate, int64_t offset, int64_t grac
         .clock = {.offset_ns = offset},
         .startup_grace_ns = grace,
     };
-    struct sockaddr_in sin = loopback (0);
-    fm_error_t err;
-    fm_engine_t *e =
-        fm_engine_create (&cfg, (struct sockaddr *)&sin, sizeof (sin), &err);
 
-    if (!e) {
-        fail_msg ("fm_engine_create: %s", err.text);
-    }
-    return e;
+    return create_on (&cfg, 0);
 }
 
 static fm_engine_t *make_engine (double rate, int64_t offset)
@@ -579,15 +586,8 @@ static fm_engine_t *make_engine_boost (double boost_rate, int port)
         .boost_rate = boost_rate,
         .boost_ns = 500 * 1000 * 1000,
     };
-    struct sockaddr_in sin = loopback (port);
-    fm_error_t err;
-    fm_engine_t *e =
-        fm_engine_create (&cfg, (struct sockaddr *)&sin, sizeof (sin), &err);
 
-    if (!e) {
-        fail_msg ("fm_engine_create: %s", err.text);
-    }
-    return e;
+    return create_on (&cfg, port);
 }
 
 /* a probes b at 4/s (boosted to boost_rate on a loss, for 500 ms after the
@@ -660,7 +660,6 @@ static void test_early_send (void **state)
         .max_samples = 10000,
         .early_ns = 100 * 1000 * 1000,
     };
-    struct sockaddr_in sin = loopback (0);
     fm_engine_t *e[2];
     fm_node_t nodes[2];
     uint16_t ta = 1, tb = 0;
@@ -668,11 +667,9 @@ static void test_early_send (void **state)
     int64_t due, end;
     fm_error_t err;
 
-    assert_non_null (
-        e[0] = fm_engine_create (&cfg, (struct sockaddr *)&sin, sizeof (sin), &err));
+    e[0] = create_on (&cfg, 0);
     cfg.early_ns = 0;
-    assert_non_null (
-        e[1] = fm_engine_create (&cfg, (struct sockaddr *)&sin, sizeof (sin), &err));
+    e[1] = create_on (&cfg, 0);
     set_node (&nodes[0], "a", fm_engine_port (e[0]));
     set_node (&nodes[1], "b", fm_engine_port (e[1]));
     assert_int_equal (fm_engine_start (e[0], 9, key, nodes, 2, 0, &ta, 1, &err), 0);
