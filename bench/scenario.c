@@ -73,7 +73,8 @@ static int get_num (json_t *obj,
         errno = EINVAL;
         return fm_errprintf (err, "%s: %g out of range [%g, %g]", name, x, min, max);
     }
-    *out = x;
+    /* -0 would print as "-0", which JSON reads back as the integer 0. */
+    *out = x == 0 ? 0 : x;
     return 0;
 }
 
