@@ -26,6 +26,11 @@
 #include "log.h"
 #include "timeutil.h"
 
+/* The least window of the pure-pair estimator. Few pairs are pure on busy
+ * software-stamped paths, and over 2 s the envelope rests on a handful of
+ * them: it jumps by hundreds of ns as they enter and leave (doc/clock.md).
+ */
+#define ESTIMATE_WINDOW_NS (8LL * 1000 * 1000 * 1000)
 /* the least window of huygens' fallback over all pairs */
 #define FALLBACK_WINDOW_NS (32LL * 1000 * 1000 * 1000)
 /* Outstanding requests per target. Must exceed rate * timeout. */
@@ -399,11 +404,9 @@ int fm_engine_start (fm_engine_t *e,
         goto nomem;
     }
     memcpy (nv, nodes, nnodes * sizeof (*nv));
-    /* enough samples for the estimator at slow rates: 64 per direction */
+    /* and enough samples at slow rates: 64 per direction */
     fm_clock_config_default (&ccfg);
-    if (ccfg.window_ns < (int64_t)(128e9 / e->cfg.rate)) {
-        ccfg.window_ns = (int64_t)(128e9 / e->cfg.rate);
-    }
+    ccfg.window_ns = (int64_t)fmax (ESTIMATE_WINDOW_NS, 128e9 / e->cfg.rate);
     /* few probes of a jittered path come through unqueued: the fallback
      * needs a much longer window to pin its envelope (doc/clock.md, Fallback)
      */
