@@ -598,9 +598,29 @@ static void mark_signaled (fm_monitor_t *m, int64_t job_id, int restarts, int64_
 
 static bool backed_off (const fm_monitor_t *m, const char *node, int64_t now);
 
+/* Why node validation holds the policy's action a back, or NULL. */
+static const char *held_why (const fm_monitor_t *m, const fm_action_t *a, int64_t now)
+{
+    /* A failed validation drained it again, and the healthy windows behind
+     * this resume may be that validation job's own: only the next validation,
+     * after the backoff, resumes it.
+     */
+    if (a->kind == FM_ACT_RESUME && backed_off (m, a->node, now)) {
+        return "its last validation failed";
+    }
+    /* The windows behind this drain are the validation job's own: the
+     * validation judges them, and drains the node with its own reason.
+     */
+    if (a->kind == FM_ACT_DRAIN && m->prob.active && strcmp (a->node, m->prob.node) == 0) {
+        return "its validation is running";
+    }
+    return NULL;
+}
+
 static void execute (fm_monitor_t *m, const fm_action_t *a, int64_t now)
 {
     fm_action_rec_t rec = {.at_ns = now, .dry_run = a->dry_run};
+    const char *why;
     fm_job_info_t info = {0};
     fm_error_t err = {0};
     int rc = 0;
@@ -626,22 +646,9 @@ static void execute (fm_monitor_t *m, const fm_action_t *a, int64_t now)
         record (m, &rec);
         return;
     }
-    /* A failed validation drained it again, and the healthy windows behind
-     * this resume may be that validation job's own: only the next validation,
-     * after the backoff, resumes it.
-     */
-    if (a->kind == FM_ACT_RESUME && backed_off (m, a->node, now)) {
+    if ((why = held_why (m, a, now))) {
         snprintf (rec.result, sizeof (rec.result), "held");
-        fm_notice ("policy: resume %s held: its last validation failed", a->node);
-        record (m, &rec);
-        return;
-    }
-    /* The windows behind this drain are the validation job's own: the
-     * validation judges them, and drains the node with its own reason.
-     */
-    if (a->kind == FM_ACT_DRAIN && m->prob.active && strcmp (a->node, m->prob.node) == 0) {
-        snprintf (rec.result, sizeof (rec.result), "held");
-        fm_notice ("policy: drain %s held: its validation is running", a->node);
+        fm_notice ("policy: %s %s held: %s", rec.kind, a->node, why);
         record (m, &rec);
         return;
     }
