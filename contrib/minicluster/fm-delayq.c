@@ -11,7 +11,13 @@
  * direction can be delayed on its own.  The number of held packets is bounded:
  * beyond it new packets are dropped, as a full switch buffer would.
  *
- * Usage: fm-delayq -q QUEUE -d DELAY_USEC [-j JITTER_USEC] [-m MAX_HELD]
+ * A packet held for 0 still makes a trip through this process, and the wake-up
+ * costs tens of microseconds, at random: an idle queue would add nothing. So the
+ * start-up line gives the zero share (the share that delay + N(0, jitter) holds
+ * for 0), the caller lets that share pass in the kernel (iptables' statistic
+ * match), and with -b the holds of the packets that do arrive are drawn above 0.
+ *
+ * Usage: fm-delayq -q QUEUE -d DELAY_USEC [-j JITTER_USEC] [-m MAX_HELD] [-b]
  * Runs in the foreground until SIGTERM or SIGINT, then releases what it holds.
  */
 
@@ -53,6 +59,7 @@ struct delayq {
     uint64_t seq;
     int64_t delay_ns;
     int64_t jitter_ns;
+    bool bypassed; /* -b: the kernel passes the share that would be held 0 */
     uint64_t rng;
     unsigned long dropped;
 };
@@ -89,6 +96,33 @@ static double gaussian (struct delayq *dq)
     double u2 = uniform01 (dq);
 
     return sqrt (-2.0 * log (u1)) * cos (2.0 * M_PI * u2);
+}
+
+/* The share of packets that delay + N(0, jitter) would hold for 0 or less. */
+static double zero_share (const struct delayq *dq)
+{
+    if (dq->jitter_ns == 0) {
+        return dq->delay_ns == 0 ? 1 : 0;
+    }
+    return 0.5 * erfc ((double)dq->delay_ns / ((double)dq->jitter_ns * M_SQRT2));
+}
+
+/* delay + N(0, jitter), never below 0. Where the kernel already passed the
+ * zero share (-b), the packets that reach us draw from the rest, so that the
+ * whole still follows the distribution.
+ */
+static int64_t draw_hold (struct delayq *dq)
+{
+    int64_t hold = dq->delay_ns;
+
+    /* with delay >= 0 a draw is above 0 at least half the time */
+    for (int i = 0; i < 64 && dq->jitter_ns > 0; i++) {
+        hold = dq->delay_ns + (int64_t)(gaussian (dq) * (double)dq->jitter_ns);
+        if (hold > 0 || !dq->bypassed) {
+            break;
+        }
+    }
+    return hold < 0 ? 0 : hold;
 }
 
 static bool held_before (const struct held *a, const struct held *b)
@@ -176,13 +210,7 @@ static int on_packet (struct nfq_q_handle *qh,
         dq->dropped++;
         return nfq_set_verdict (qh, item.id, NF_DROP, 0, NULL) < 0 ? -1 : 0;
     }
-    hold = dq->delay_ns;
-    if (dq->jitter_ns > 0) {
-        hold += (int64_t)(gaussian (dq) * (double)dq->jitter_ns);
-    }
-    if (hold < 0) {
-        hold = 0;
-    }
+    hold = draw_hold (dq);
     item.release_ns = now_ns () + hold;
     item.seq = dq->seq++;
     heap_push (dq, item);
@@ -208,7 +236,7 @@ static void usage (void)
 {
     fprintf (
         stderr,
-        "Usage: fm-delayq -q QUEUE -d DELAY_USEC [-j JITTER_USEC] [-m MAX_HELD]\n");
+        "Usage: fm-delayq -q QUEUE -d DELAY_USEC [-j JITTER_USEC] [-m MAX_HELD] [-b]\n");
 }
 
 /* Wait for the queue socket or for the next release, whichever comes first.
@@ -279,7 +307,7 @@ int main (int argc, char *argv[])
     int opt;
     int rc = 1;
 
-    while ((opt = getopt (argc, argv, "q:d:j:m:h")) != -1) {
+    while ((opt = getopt (argc, argv, "q:d:j:m:bh")) != -1) {
         switch (opt) {
         case 'q':
             if (parse_long (optarg, 0, 65535, &queue) < 0) {
@@ -313,6 +341,9 @@ int main (int argc, char *argv[])
                          MAX_MAX_HELD);
                 return 1;
             }
+            break;
+        case 'b':
+            dq.bypassed = true;
             break;
         default:
             usage ();
@@ -363,11 +394,12 @@ int main (int argc, char *argv[])
         goto out;
     }
     fprintf (stderr,
-             "fm-delayq: queue %ld delay %ld usec jitter %ld usec max %ld\n",
+             "fm-delayq: queue %ld delay %ld usec jitter %ld usec max %ld zero-share %.6f\n",
              queue,
              delay,
              jitter,
-             max_held);
+             max_held,
+             zero_share (&dq));
     if (run (&dq, &unblocked) == 0) {
         rc = 0;
     }

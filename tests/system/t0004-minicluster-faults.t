@@ -7,7 +7,7 @@
 . "${srcdir:-.}/../tap.sh"
 . "${srcdir:-.}/lib.sh"
 mc_require
-plan 41
+plan 42
 
 mc_up --nodes 4
 ok $? "up --nodes 4"
@@ -99,6 +99,18 @@ ok $? "delay 5000,1000 --dir out: median $d ms, jitter sd $sd ms"
 read -r n d _ <<<"$(owd fmn1 fmn2)"
 mc_within "$d" 0 2
 ok $? "and traffic arriving at fmn2 is not delayed: $d ms"
+mc fault clear fmn2
+# N(100, 100) holds 15.9% for 0: those pass in the kernel, as through an idle
+# queue, instead of waking fm-delayq
+mc fault add fmn2 delay 100,100 --dir out
+chain=$(mc_exec sw iptables-legacy -S FORWARD | awk '/-j FMD_/ { print $NF; exit }')
+owd fmn2 fmn1 >/dev/null
+owd fmn2 fmn1 >/dev/null
+read -r pass held <<<"$(mc_exec sw iptables-legacy -L "$chain" -v -x -n \
+    | awk '$3 == "ACCEPT" { a += $1 } $3 == "NFQUEUE" { q += $1 } END { print a + 0, q + 0 }')"
+share=$(awk -v a="$pass" -v q="$held" 'BEGIN { printf "%.1f", (a + q > 0) ? 100 * a / (a + q) : 0 }')
+mc_within "$share" 8 25
+ok $? "delay 100,100: $share% of $((pass + held)) packets pass unheld in the kernel (15.9% expected)"
 mc fault clear fmn2
 rtt=$(mc_ping_rtt fmn1 fmn2 20 0.02)
 mc_within "$rtt" 0 2
