@@ -33,6 +33,12 @@
 #define ESTIMATE_WINDOW_NS (8LL * 1000 * 1000 * 1000)
 /* the least window of huygens' fallback over all pairs */
 #define FALLBACK_WINDOW_NS (32LL * 1000 * 1000 * 1000)
+/* The time the fallback's samples must cover before it answers. Its envelope
+ * rests on the few probes that met no queue, and over less than a few seconds
+ * those pin no slope: under clock-bench --jitter 100,50 its drifts at 1-2 s
+ * were 100-225 ppm off, its offsets 50-130 us (within its bound, but useless).
+ */
+#define FALLBACK_MIN_SPAN_NS (4LL * 1000 * 1000 * 1000)
 /* Outstanding requests per target. Must exceed rate * timeout. */
 #define RING_SIZE 2048
 /* Transmit stamps not yet read back; stamps arrive within microseconds. */
@@ -414,6 +420,9 @@ int fm_engine_start (fm_engine_t *e,
     fcfg.all_pairs = true;
     if (fcfg.window_ns < FALLBACK_WINDOW_NS) {
         fcfg.window_ns = FALLBACK_WINDOW_NS;
+    }
+    if (fcfg.min_span_ns < FALLBACK_MIN_SPAN_NS) {
+        fcfg.min_span_ns = FALLBACK_MIN_SPAN_NS;
     }
     for (size_t i = 0; i < ntargets; i++) {
         if (targets[i] >= nnodes || targets[i] == my_index) {
