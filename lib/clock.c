@@ -313,6 +313,7 @@ void fm_clock_config_default (fm_clock_config_t *cfg)
     cfg->guard_ns = 1500;
     cfg->max_gap_ns = 200000;
     cfg->all_pairs = false;
+    cfg->trim = 0.;
     cfg->min_samples = 16;
     cfg->min_span_ns = 500000000LL;
     cfg->capacity = 8192;
@@ -337,6 +338,10 @@ int fm_clock_config_check (const fm_clock_config_t *cfg, fm_error_t *err)
     if (cfg->max_gap_ns <= 0 || cfg->max_gap_ns > cfg->window_ns) {
         errno = EINVAL;
         return fm_errprintf (err, "coded pair max gap must be within (0, window]");
+    }
+    if (!(cfg->trim >= 0. && cfg->trim <= FM_CLOCK_TRIM_MAX)) {
+        errno = EINVAL;
+        return fm_errprintf (err, "trim must be within [0, %g]", FM_CLOCK_TRIM_MAX);
     }
     if (cfg->min_samples < 2 || cfg->min_samples > cfg->capacity) {
         errno = EINVAL;

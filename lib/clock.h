@@ -77,6 +77,12 @@ typedef struct {
      * filter, only less well pinned (the agent's fallback under jitter)
      */
     bool all_pairs;
+    /* huygens: the share of each direction's lowest points left out of a
+     * second fit (0: one fit). A lone sample below the delay floor, such as a
+     * pair's second probe sent in one batch with the first, otherwise holds
+     * the envelope for a whole window (the agent's pure-pair estimator: 1/128)
+     */
+    double trim;
     /* needed to report: per direction (huygens) or in all (naive) (16) */
     unsigned min_samples;
     /* time the samples must cover to report (huygens: both directions) (500 ms) */
@@ -98,6 +104,7 @@ typedef struct {
 #define FM_CLOCK_WINDOW_MAX_NS (3600LL * 1000000000LL)
 #define FM_CLOCK_CAPACITY_MAX 1000000u
 #define FM_CLOCK_HOLDOVER_PPB_MAX 100000. /* 100 ppm: a free-running oscillator */
+#define FM_CLOCK_TRIM_MAX 0.25
 
 typedef struct {
     bool valid;        /* false: refused; only why is meaningful */

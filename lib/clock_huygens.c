@@ -16,6 +16,8 @@
 
 /* the envelope thickness for the bound is the residual at rank n / this */
 #define HUYGENS_THICK_DIV 8
+/* the most points trimmed per direction */
+#define HUYGENS_TRIM_MAX 64
 
 struct sample {
     int64_t t; /* local clock */
@@ -195,16 +197,128 @@ static size_t gather (struct huygens *h,
     return n;
 }
 
+/* How far the point p of direction dir lies above its support line. */
+static double residual (const fm_clock_fit_t *fit, int dir, const fm_clock_point_t *p)
+{
+    double theta = fit->a + fit->b * p->t;
+
+    return dir == FM_CLOCK_DIR_OUT ? p->d - theta - fit->margin
+                                   : p->d + theta - fit->margin;
+}
+
+/* Leave out the m points of p (sorted) that lie lowest against fit, keeping
+ * the order of the rest. Returns how many are left.
+ */
+static size_t
+trim (fm_clock_point_t *p, size_t n, int dir, const fm_clock_fit_t *fit, unsigned m)
+{
+    double low[HUYGENS_TRIM_MAX], cut;
+    unsigned have = 0, below = 0, at_cut;
+    size_t kept = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        double r = residual (fit, dir, &p[i]);
+        unsigned j;
+
+        if (have == m && r >= low[m - 1]) {
+            continue;
+        }
+        if (have < m) {
+            have++;
+        }
+        for (j = have - 1; j > 0 && low[j - 1] > r; j--) {
+            low[j] = low[j - 1];
+        }
+        low[j] = r;
+    }
+    cut = low[have - 1];
+    for (size_t i = 0; i < n; i++) {
+        below += residual (fit, dir, &p[i]) < cut;
+    }
+    /* of the points exactly at the cut, only as many go as make m */
+    at_cut = have - below;
+    for (size_t i = 0; i < n; i++) {
+        double r = residual (fit, dir, &p[i]);
+
+        if (r < cut || (r == cut && at_cut > 0)) {
+            at_cut -= r == cut;
+            continue;
+        }
+        p[kept++] = p[i];
+    }
+    return kept;
+}
+
+/* An envelope the fit touches at isolated points is a guess; one with many
+ * points within a few ns of it is well pinned. The thickness (k-th smallest
+ * residual) bounds how far each support line may sit above the truth; its
+ * effect on theta is half the sum at the middle of the span and grows with the
+ * slope uncertainty (sum / span) away from it.
+ */
+static double offset_bound (const fm_clock_fit_t *fit)
+{
+    double thick = fit->thick[0] + fit->thick[1];
+    double tc = (fit->t_lo + fit->t_hi) / 2;
+
+    return thick / 2 + fabs (tc) * thick / (fit->t_hi - fit->t_lo) + 1.;
+}
+
+static double drift_bound (const fm_clock_fit_t *fit)
+{
+    return (fit->thick[0] + fit->thick[1]) / (fit->t_hi - fit->t_lo);
+}
+
+static int envelope_fit (struct huygens *h, const size_t n[2], fm_clock_fit_t *fit)
+{
+    unsigned k = (unsigned)((n[0] < n[1] ? n[0] : n[1]) / HUYGENS_THICK_DIV);
+
+    return fm_clock_fit (h->pts[0], n[0], h->pts[1], n[1], k > 1 ? k : 1, fit);
+}
+
+/* Fit again without each direction's lowest points. Where that leaves too
+ * few points or no sound fit, the first fit stands. The bound covers both
+ * fits: the truth may be where the lone low points put it.
+ */
+static void trimmed_fit (struct huygens *h,
+                         size_t n[2],
+                         fm_clock_fit_t *fit,
+                         double *bound,
+                         double *rate_bound)
+{
+    const fm_clock_config_t *cfg = &h->est.cfg;
+    fm_clock_fit_t all = *fit;
+    size_t left[2];
+    unsigned m[2];
+
+    for (int dir = 0; dir < 2; dir++) {
+        m[dir] = (unsigned)fmin (fmax (floor ((double)n[dir] * cfg->trim), 1.),
+                                 HUYGENS_TRIM_MAX);
+        if (n[dir] < cfg->min_samples + m[dir]) {
+            return;
+        }
+    }
+    for (int dir = 0; dir < 2; dir++) {
+        left[dir] = trim (h->pts[dir], n[dir], dir, &all, m[dir]);
+    }
+    if (envelope_fit (h, left, fit) < 0 || !(fit->margin > 0)) {
+        *fit = all;
+        return;
+    }
+    n[0] = left[0];
+    n[1] = left[1];
+    *bound = fmax (offset_bound (fit), fabs (fit->a - all.a) + offset_bound (&all));
+    *rate_bound = fmax (drift_bound (fit), fabs (fit->b - all.b) + drift_bound (&all));
+}
+
 static void
 huygens_estimate (struct fm_clock_est *est, int64_t now_ns, fm_clock_estimate_t *out)
 {
     struct huygens *h = fm_clock_container_of (est, struct huygens, est);
     int64_t first[2] = {0, 0}, last[2] = {0, 0};
     int64_t dref = 0, span;
-    unsigned k;
     size_t n[2];
     fm_clock_fit_t fit;
-    double tc, thick, bound;
+    double bound, rate_bound;
     int64_t offset;
 
     /* theta is near the first out measurement; fitting relative to it keeps
@@ -230,8 +344,7 @@ huygens_estimate (struct fm_clock_est *est, int64_t now_ns, fm_clock_estimate_t 
         fm_clock_refuse (out, "samples of both directions span too short a time");
         return;
     }
-    k = (unsigned)((n[0] < n[1] ? n[0] : n[1]) / HUYGENS_THICK_DIV);
-    if (fm_clock_fit (h->pts[0], n[0], h->pts[1], n[1], k > 1 ? k : 1, &fit) < 0) {
+    if (envelope_fit (h, n, &fit) < 0) {
         fm_clock_refuse (out, "envelope fit failed");
         return;
     }
@@ -242,15 +355,11 @@ huygens_estimate (struct fm_clock_est *est, int64_t now_ns, fm_clock_estimate_t 
         fm_clock_refuse (out, "inconsistent timestamps (negative margin)");
         return;
     }
-    /* An envelope the fit touches at isolated points is a guess; one with
-     * many points within a few ns of it is well pinned. The thickness (k-th
-     * smallest residual) bounds how far each support line may sit above the
-     * truth; its effect on theta is half the sum at the middle of the span
-     * and grows with the slope uncertainty (sum / span) away from it.
-     */
-    thick = fit.thick[0] + fit.thick[1];
-    tc = (fit.t_lo + fit.t_hi) / 2;
-    bound = thick / 2 + fabs (tc) * thick / (fit.t_hi - fit.t_lo) + 1.;
+    bound = offset_bound (&fit);
+    rate_bound = drift_bound (&fit);
+    if (est->cfg.trim > 0) {
+        trimmed_fit (h, n, &fit, &bound, &rate_bound);
+    }
     if (!isfinite (fit.a) || fabs (fit.a) > 4e18 || !(bound < 9e18)
         || !(fit.margin < 4e18)
         || __builtin_add_overflow ((int64_t)llround (fit.a), dref, &offset)) {
@@ -262,7 +371,9 @@ huygens_estimate (struct fm_clock_est *est, int64_t now_ns, fm_clock_estimate_t 
     out->drift_ppb = fit.b * 1e9;
     out->bound_ns = (int64_t)ceil (bound);
     out->owd_ns = (int64_t)llround (fit.margin);
-    out->drift_bound_ppb = thick / (fit.t_hi - fit.t_lo) * 1e9;
+    out->drift_bound_ppb = rate_bound * 1e9;
+    out->samples[0] = (unsigned)n[0];
+    out->samples[1] = (unsigned)n[1];
 }
 
 const struct fm_clock_est_ops fm_clock_huygens_ops = {

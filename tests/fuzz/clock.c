@@ -14,7 +14,7 @@
 
 /* Clock estimators (lib/clock*.c) fed hostile probe timestamps: the agent takes
  * t2/t3 from peers' packets, so any int64 can arrive. Input: a 4-byte header
- * (estimator and all_pairs, capacity, min_samples, window), then 33-byte
+ * (estimator, all_pairs and trim, capacity, min_samples, window), then 33-byte
  * records: an op byte and four int64 (big-endian). Op bit 6 makes the four
  * values small offsets around a running "now", so that the fuzzer also builds
  * plausible sample series; without it they are taken raw (INT64_MIN, backwards
@@ -77,6 +77,7 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     cfg.window_ns = (1 + (int64_t)data[3]) * 20000000LL;
     cfg.min_span_ns = cfg.window_ns / 4;
     cfg.all_pairs = data[0] & 2;
+    cfg.trim = (data[0] >> 2 & 3) * FM_CLOCK_TRIM_MAX / 3;
     fuzz_check (fm_clock_config_check (&cfg, &err) == 0);
     huygens = data[0] & 1;
     est = fm_clock_est_create (
