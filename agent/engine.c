@@ -30,7 +30,12 @@
  * software-stamped paths, and over 2 s the envelope rests on a handful of
  * them: it jumps by hundreds of ns as they enter and leave (doc/clock.md).
  */
-#define ESTIMATE_WINDOW_NS (8LL * 1000 * 1000 * 1000)
+#define ESTIMATE_WINDOW_NS (16LL * 1000 * 1000 * 1000)
+/* The share of its lowest pairs the pure-pair estimator leaves out of its
+ * final fit: a lone pair 100-300 ns below the delay floor held the envelope
+ * for a whole window (doc/clock.md).
+ */
+#define ESTIMATE_TRIM (1. / 128)
 /* the least window of huygens' fallback over all pairs */
 #define FALLBACK_WINDOW_NS (32LL * 1000 * 1000 * 1000)
 /* The time the fallback's samples must cover before it answers. Its envelope
@@ -418,6 +423,8 @@ int fm_engine_start (fm_engine_t *e,
      */
     fcfg = ccfg;
     fcfg.all_pairs = true;
+    /* under jitter the fallback's envelope rests on its lowest ~2 %: none to spare */
+    ccfg.trim = ESTIMATE_TRIM;
     if (fcfg.window_ns < FALLBACK_WINDOW_NS) {
         fcfg.window_ns = FALLBACK_WINDOW_NS;
     }
