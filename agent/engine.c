@@ -44,6 +44,12 @@
  * were 100-225 ppm off, its offsets 50-130 us (within its bound, but useless).
  */
 #define FALLBACK_MIN_SPAN_NS (4LL * 1000 * 1000 * 1000)
+/* How far above the fallback's floor huygens' pure pairs may put theirs
+ * (doc/clock.md, Fallback): under per-packet jitter pure pairs are pairs
+ * whose two probes met equal queues, microseconds above the floor; without
+ * jitter the two floors agree within tens of ns.
+ */
+#define FLOOR_TOLERANCE_NS 500
 /* Outstanding requests per target. Must exceed rate * timeout. */
 #define RING_SIZE 2048
 /* Transmit stamps not yet read back; stamps arrive within microseconds. */
@@ -567,42 +573,37 @@ static int send_probe (fm_engine_t *e,
     return 0;
 }
 
-/* Target t's clock estimate at engine time now_ns: huygens, or where it
- * refuses its fallback over all pairs. The fallback's longer window knows the
- * drift better than huygens' 2 s, and the drift is what carries an estimate
- * forward to the next; a valid estimate also becomes t's model for the
- * one-way delays.
+/* Target t's clock estimate at engine time now_ns: huygens, or its fallback
+ * over all pairs where huygens refuses or its pure pairs miss the floor that
+ * all pairs show (fm_clock_pick). The fallback's longer window knows the drift
+ * better, and the drift is what carries an estimate forward to the next; a
+ * valid estimate also becomes t's model for the one-way delays.
  */
 static int estimate_target (
     fm_engine_t *e, target_t *t, int64_t now_ns, fm_clock_estimate_t *out, bool count)
 {
-    fm_clock_estimate_t alt;
-    int rc = fm_clock_est_estimate (t->clock, now_ns, out);
-    int frc = t->fallback ? fm_clock_est_estimate (t->fallback, now_ns, &alt) : -1;
+    fm_clock_estimate_t pure, alt = {.valid = false, .why = "no fallback"};
+    int rc;
 
-    /* out keeps huygens' reason when the fallback has nothing either */
-    if (rc < 0 && frc == 0) {
-        if (count) {
-            e->cnt.clock_fallbacks++;
-        }
-        *out = alt;
-        rc = 0;
-    } else if (rc == 0 && frc == 0 && !out->holdover && !alt.holdover
-               && alt.drift_bound_ppb < out->drift_bound_ppb) {
-        out->drift_ppb = alt.drift_ppb;
-        out->drift_bound_ppb = alt.drift_bound_ppb;
+    fm_clock_est_estimate (t->clock, now_ns, &pure);
+    if (t->fallback) {
+        fm_clock_est_estimate (t->fallback, now_ns, &alt);
     }
-    t->model.valid = rc == 0;
-    if (rc == 0) {
+    /* out keeps huygens' reason when the fallback has nothing either */
+    rc = fm_clock_pick (&pure, &alt, FLOOR_TOLERANCE_NS, out);
+    if (rc == 1 && count) {
+        e->cnt.clock_fallbacks++;
+    }
+    t->model.valid = rc >= 0;
+    if (rc >= 0) {
         t->model.have = true;
         t->model.at = now_ns;
         t->model.theta = out->offset_ns;
         t->model.drift = out->drift_ppb * 1e-9;
+        return 0;
     }
-    if (rc < 0) {
-        errno = EAGAIN;
-    }
-    return rc;
+    errno = EAGAIN;
+    return -1;
 }
 
 /* theta at engine time t from t's model; false when out of range */

@@ -476,6 +476,37 @@ void fm_clock_est_reset (fm_clock_est_t *est)
     }
 }
 
+int fm_clock_pick (const fm_clock_estimate_t *pure,
+                   const fm_clock_estimate_t *all,
+                   int64_t floor_tol_ns,
+                   fm_clock_estimate_t *out)
+{
+    int64_t above;
+
+    if (!all->valid) {
+        *out = *pure;
+        return pure->valid ? 0 : -1;
+    }
+    /* Every probe's delay is an upper bound on owd +- theta, queued or not, so
+     * the fallback sees the floor. Pure pairs whose envelope stays above it met
+     * equal queues by chance, as under per-packet jitter, not no queue. A
+     * model anchored on them goes into holdover as the truth shows through;
+     * a real path change holds both models, and either serves.
+     */
+    if (!pure->valid || pure->holdover
+        || !fm_clock_sub (pure->owd_ns, all->owd_ns, &above) || above > floor_tol_ns) {
+        *out = *all;
+        return 1;
+    }
+    *out = *pure;
+    /* the fallback's longer window pins the slope better */
+    if (!all->holdover && all->drift_bound_ppb < pure->drift_bound_ppb) {
+        out->drift_ppb = all->drift_ppb;
+        out->drift_bound_ppb = all->drift_bound_ppb;
+    }
+    return 0;
+}
+
 bool fm_clock_pair_is_pure (const fm_clock_pair_t *p,
                             int64_t guard_ns,
                             int64_t max_gap_ns)

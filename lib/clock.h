@@ -181,6 +181,19 @@ void fm_clock_est_stats (const fm_clock_est_t *est, fm_clock_stats_t *stats);
 /* Drop all samples (after a peer restart, say); the stats are kept. */
 void fm_clock_est_reset (fm_clock_est_t *est);
 
+/* One estimate from huygens over pure pairs and its all-pairs fallback on the
+ * same path (the agent's rule, doc/clock.md "Fallback"): the fallback where
+ * huygens refuses, or where huygens' floor (owd_ns) lies more than
+ * floor_tol_ns above the fallback's; else huygens, with the fallback's drift
+ * where its drift bound is the tighter and neither is in holdover. 1 when out is
+ * the fallback's estimate, 0 when huygens', -1 when both refuse (out is
+ * huygens' refusal).
+ */
+int fm_clock_pick (const fm_clock_estimate_t *pure,
+                   const fm_clock_estimate_t *all,
+                   int64_t floor_tol_ns,
+                   fm_clock_estimate_t *out);
+
 /* Coded pair purity test alone: true when both gaps are positive, the tx gap is
  * at most max_gap_ns, and |rx gap - tx gap| <= guard_ns.
  */

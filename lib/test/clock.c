@@ -650,6 +650,171 @@ static void test_huygens_trim (void **state)
     assert_true (worst[0][1] < 40.);
 }
 
+/* fm_clock_pick's rules on hand-made estimates. */
+static void test_pick_rules (void **state)
+{
+    const fm_clock_estimate_t none = {.valid = false, .why = "too few"};
+    fm_clock_estimate_t pure = {.valid = true,
+                                .why = "ok",
+                                .offset_ns = 100,
+                                .drift_ppb = 5.,
+                                .drift_bound_ppb = 50.,
+                                .owd_ns = 20000};
+    fm_clock_estimate_t all = pure, out;
+
+    all.offset_ns = 130;
+    all.drift_ppb = 7.;
+    all.drift_bound_ppb = 20.;
+    all.owd_ns = 19900;
+    /* huygens, with the fallback's drift where that is known better */
+    assert_int_equal (fm_clock_pick (&pure, &all, 500, &out), 0);
+    assert_int_equal (out.offset_ns, 100);
+    assert_true (out.drift_ppb == 7. && out.drift_bound_ppb == 20.);
+    all.drift_bound_ppb = 80.;
+    assert_int_equal (fm_clock_pick (&pure, &all, 500, &out), 0);
+    assert_true (out.drift_ppb == 5.);
+    all.drift_bound_ppb = 20.;
+    all.holdover = true;
+    assert_int_equal (fm_clock_pick (&pure, &all, 500, &out), 0);
+    assert_true (out.drift_ppb == 5.);
+    all.holdover = false;
+    /* the pure floor up to the tolerance above the fallback's, and past it */
+    pure.owd_ns = all.owd_ns + 500;
+    assert_int_equal (fm_clock_pick (&pure, &all, 500, &out), 0);
+    assert_int_equal (out.offset_ns, 100);
+    pure.owd_ns = all.owd_ns + 501;
+    assert_int_equal (fm_clock_pick (&pure, &all, 500, &out), 1);
+    assert_int_equal (out.offset_ns, 130);
+    pure.owd_ns = 20000;
+    /* huygens in holdover, refusing, or alone */
+    pure.holdover = true;
+    assert_int_equal (fm_clock_pick (&pure, &all, 500, &out), 1);
+    assert_int_equal (out.offset_ns, 130);
+    pure.holdover = false;
+    assert_int_equal (fm_clock_pick (&none, &all, 500, &out), 1);
+    assert_int_equal (out.offset_ns, 130);
+    assert_int_equal (fm_clock_pick (&pure, &none, 500, &out), 0);
+    assert_int_equal (out.offset_ns, 100);
+    assert_int_equal (fm_clock_pick (&none, &none, 500, &out), -1);
+    assert_false (out.valid);
+    assert_string_equal (out.why, "too few");
+}
+
+/* Huygens and its fallback fed the same pairs, asked every 250 ms over 60 s
+ * as the agent does; the errors of huygens alone (where it answers) and of
+ * the pick go to the arrays, their counts to *n_pure and *n_pick.
+ */
+static unsigned run_pick (const struct sim *s,
+                          uint64_t seed,
+                          double *pure_err,
+                          size_t *n_pure,
+                          double *pick_err,
+                          size_t *n_pick)
+{
+    fm_clock_config_t cfg, fcfg;
+    fm_clock_est_t *pure, *all;
+    unsigned fallbacks = 0;
+
+    fm_clock_config_default (&cfg);
+    cfg.window_ns = 16000000000LL;
+    cfg.trim = 1. / 128;
+    fcfg = cfg;
+    fcfg.trim = 0.;
+    fcfg.all_pairs = true;
+    fcfg.window_ns = 32000000000LL;
+    fcfg.min_span_ns = 4000000000LL;
+    pure = fm_clock_est_create (FM_CLOCK_EST_HUYGENS, &cfg, NULL);
+    all = fm_clock_est_create (FM_CLOCK_EST_HUYGENS, &fcfg, NULL);
+    assert_non_null (pure);
+    assert_non_null (all);
+    rng_state = seed;
+    *n_pure = *n_pick = 0;
+    for (int step = 0; step < 3000; step++) {
+        double t = step * 20e6;
+
+        for (int dir = 0; dir < 2; dir++) {
+            fm_clock_sample_t smp = sim_pair (s, dir, t + dir * 10e6);
+
+            assert_true (fm_clock_est_add (pure, &smp) >= 0);
+            assert_true (fm_clock_est_add (all, &smp) >= 0);
+        }
+        if (step % 12 == 0 && t >= 5e9) {
+            int64_t now = T0 + (int64_t)t;
+            fm_clock_estimate_t ep, ea, out;
+            int rc;
+
+            if (fm_clock_est_estimate (pure, now, &ep) == 0) {
+                pure_err[(*n_pure)++] = fabs ((double)ep.offset_ns - theta_at (s, now));
+            }
+            (void)fm_clock_est_estimate (all, now, &ea);
+            rc = fm_clock_pick (&ep, &ea, 500, &out);
+            fallbacks += rc == 1;
+            if (rc >= 0) {
+                pick_err[(*n_pick)++] =
+                    fabs ((double)out.offset_ns - theta_at (s, now));
+            }
+        }
+    }
+    fm_clock_est_destroy (pure);
+    fm_clock_est_destroy (all);
+    return fallbacks;
+}
+
+static int cmp_double (const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+static double quantile (double *v, size_t n, double q)
+{
+    qsort (v, n, sizeof (*v), cmp_double);
+    return v[(size_t)(q * (double)(n - 1))];
+}
+
+/* Under per-packet jitter of 20 +- 10 us a few % of pairs are "pure" because
+ * their two probes met equal delays, microseconds above the floor: huygens
+ * over 16 s answers from them, microseconds off. Their floor lies above the
+ * fallback's, and the pick takes the fallback. Without jitter the two floors
+ * agree and huygens stands.
+ */
+static void test_pick_jitter (void **state)
+{
+    struct sim s = sim_default;
+    double pure_err[300], pick_err[300], p50_pure, p50_pick, p99_pick, worst = 0.;
+    size_t n_pure, n_pick;
+
+    s.queue_ns = 300.;
+    s.outlier_p = 0.;
+    s.jitter_mean_ns = 20000.;
+    s.jitter_sd_ns = 10000.;
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        unsigned fb = run_pick (&s, seed, pure_err, &n_pure, pick_err, &n_pick);
+
+        assert_true (n_pure > 100 && n_pick > 200 && fb > 100);
+        p50_pure = quantile (pure_err, n_pure, .5);
+        p50_pick = quantile (pick_err, n_pick, .5);
+        p99_pick = quantile (pick_err, n_pick, .99);
+        print_message ("# jitter 20 +- 10 us, seed %ju: huygens alone p50 %.0f ns; "
+                       "picked p50 %.0f ns, p99 %.0f ns (%u fallbacks)\n",
+                       (uintmax_t)seed,
+                       p50_pure,
+                       p50_pick,
+                       p99_pick,
+                       fb);
+        assert_true (p50_pure > 1000.);
+        assert_true (p50_pick < 100.);
+        worst = fmax (worst, p99_pick);
+    }
+    assert_true (worst < 5000.);
+    /* no jitter: 1 us queueing and 2 % outliers */
+    assert_int_equal (run_pick (&sim_default, 7, pure_err, &n_pure, pick_err, &n_pick),
+                      0);
+    assert_int_equal (n_pure, n_pick);
+    assert_true (quantile (pick_err, n_pick, .99) < 100.);
+}
+
 /* An asymmetric path is invisible pairwise: the estimate is off by half the
  * asymmetry (what the network effect's loop residuals expose).
  */
@@ -1335,6 +1500,8 @@ int main (void)
         cmocka_unit_test (test_huygens_asymmetry_bias),
         cmocka_unit_test (test_huygens_unfiltered_jitter),
         cmocka_unit_test (test_huygens_trim),
+        cmocka_unit_test (test_pick_rules),
+        cmocka_unit_test (test_pick_jitter),
         cmocka_unit_test (test_huygens_holdover_step),
         cmocka_unit_test (test_huygens_holdover_impure),
         cmocka_unit_test (test_huygens_holdover_reanchors),
