@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "clock.h"
+#include "clock_private.h"
 
 /* The fit, in brief (doc/clock.md has the argument): with y = d for "out"
  * points and y = -d for "in" points, a line theta = c + b t with margin D is
@@ -83,19 +84,8 @@ static double thickness (
     unsigned m = 0;
 
     for (size_t i = 0; i < n; i++) {
-        double r = ysign * (ysign * p[i].d - (c + b * p[i].t));
-        unsigned j;
-
-        if (m == k && r >= best[m - 1]) {
-            continue;
-        }
-        if (m < k) {
-            m++;
-        }
-        for (j = m - 1; j > 0 && best[j - 1] > r; j--) {
-            best[j] = best[j - 1];
-        }
-        best[j] = r;
+        fm_clock_keep_smallest (
+            best, &m, k, ysign * (ysign * p[i].d - (c + b * p[i].t)));
     }
     return best[m - 1];
 }

@@ -217,19 +217,7 @@ trim (fm_clock_point_t *p, size_t n, int dir, const fm_clock_fit_t *fit, unsigne
     size_t kept = 0;
 
     for (size_t i = 0; i < n; i++) {
-        double r = residual (fit, dir, &p[i]);
-        unsigned j;
-
-        if (have == m && r >= low[m - 1]) {
-            continue;
-        }
-        if (have < m) {
-            have++;
-        }
-        for (j = have - 1; j > 0 && low[j - 1] > r; j--) {
-            low[j] = low[j - 1];
-        }
-        low[j] = r;
+        fm_clock_keep_smallest (low, &have, m, residual (fit, dir, &p[i]));
     }
     cut = low[have - 1];
     for (size_t i = 0; i < n; i++) {

@@ -91,6 +91,26 @@ static inline bool fm_clock_exchange_ok (const fm_clock_exchange_t *x)
            && d41 >= 0 && d32 >= 0 && d32 <= d41;
 }
 
+/* Keep the k smallest values of a stream in low[0 .. *have), ascending (k >= 1):
+ * the fit's thickness and huygens' trim want the few lowest residuals of many.
+ */
+static inline void
+fm_clock_keep_smallest (double *low, unsigned *have, unsigned k, double r)
+{
+    unsigned j;
+
+    if (*have == k && r >= low[k - 1]) {
+        return;
+    }
+    if (*have < k) {
+        (*have)++;
+    }
+    for (j = *have - 1; j > 0 && low[j - 1] > r; j--) {
+        low[j] = low[j - 1];
+    }
+    low[j] = r;
+}
+
 /* Set out to a refusal. */
 static inline void fm_clock_refuse (fm_clock_estimate_t *out, const char *why)
 {
