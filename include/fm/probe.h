@@ -28,10 +28,12 @@
  *    32    8 t2           reply: responder's receive time of request `seq`
  *    40    8 t3           reply: responder's transmit time of its reply to `t3_seq`
  *    48    8 t3_seq       reply: which earlier request t3 belongs to
- * (FM_PROBE_SEQ_NONE) 56    8 rx_count     reply: requests from this requester+epoch
- * received so far 64    8 rx_reorder   reply: those that arrived after a higher seq 72
- * 4 req_epoch    reply: the requester epoch being answered 76    4 reserved     0 80 32
- * tag          crypto_auth over bytes 0..79
+ *                         (FM_PROBE_SEQ_NONE: none)
+ *    56    8 rx_count     reply: requests from this requester+epoch so far
+ *    64    8 rx_reorder   reply: those that arrived after a higher seq
+ *    72    4 req_epoch    reply: the requester epoch being answered
+ *    76    4 reserved     0
+ *    80   32 tag          crypto_auth over bytes 0..79
  *
  * Times are nanoseconds of the sender's clock (kernel SO_TIMESTAMPING
  * stamps, CLOCK_REALTIME domain). Kernel transmit stamps are only known after
