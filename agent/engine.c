@@ -50,6 +50,8 @@
  * jitter the two floors agree within tens of ns.
  */
 #define FLOOR_TOLERANCE_NS 500
+/* The span of refreshes whose offsets are averaged (doc/clock.md, Smoothing). */
+#define SMOOTH_SPAN_NS (4LL * 1000 * 1000 * 1000)
 /* Outstanding requests per target. Must exceed rate * timeout. */
 #define RING_SIZE 2048
 /* Transmit stamps not yet read back; stamps arrive within microseconds. */
@@ -101,6 +103,7 @@ typedef struct {
      * differently); each probe's delay is still an upper bound
      */
     fm_clock_est_t *fallback;
+    fm_clock_smooth_t smooth; /* the picked offsets of the latest refreshes */
     req_t *ring;
     /* The latest valid clock estimate, theta(t) = theta + drift (t - at), for
      * the window's one-way delays: with holdover, a sudden change of one
@@ -448,6 +451,7 @@ int fm_engine_start (fm_engine_t *e,
         /* random phases keep the nodes of a job from probing in lock step */
         tv[i].next_send = now + (int64_t)randombytes_uniform ((uint32_t)interval);
         tv[i].grace_until = now + e->cfg.startup_grace_ns;
+        fm_clock_smooth_init (&tv[i].smooth, SMOOTH_SPAN_NS);
         if (!(tv[i].win = fm_linkwin_create (e->cfg.max_samples))
             || !(tv[i].clock = fm_clock_est_create (e->cfg.estimator, &ccfg, err))
             || (pairs (e)
@@ -576,13 +580,15 @@ static int send_probe (fm_engine_t *e,
 /* Target t's clock estimate at engine time now_ns: huygens, or its fallback
  * over all pairs where huygens refuses or its pure pairs miss the floor that
  * all pairs show (fm_clock_pick). The fallback's longer window knows the drift
- * better, and the drift is what carries an estimate forward to the next; a
- * valid estimate also becomes t's model for the one-way delays.
+ * better, and the drift is what carries an estimate forward to the next.
+ * Huygens' offset is the mean of the latest refreshes' (fm_clock_smooth), and
+ * a refresh records its own. A valid estimate also becomes t's model for the
+ * one-way delays.
  */
 static int estimate_target (
-    fm_engine_t *e, target_t *t, int64_t now_ns, fm_clock_estimate_t *out, bool count)
+    fm_engine_t *e, target_t *t, int64_t now_ns, fm_clock_estimate_t *out, bool refresh)
 {
-    fm_clock_estimate_t pure, alt = {.valid = false, .why = "no fallback"};
+    fm_clock_estimate_t pure, alt = {.valid = false, .why = "no fallback"}, picked;
     int rc;
 
     fm_clock_est_estimate (t->clock, now_ns, &pure);
@@ -591,8 +597,20 @@ static int estimate_target (
     }
     /* out keeps huygens' reason when the fallback has nothing either */
     rc = fm_clock_pick (&pure, &alt, FLOOR_TOLERANCE_NS, out);
-    if (rc == 1 && count) {
+    if (rc == 1 && !refresh) {
         e->cnt.clock_fallbacks++;
+    }
+    /* only huygens' own: the fallback's first estimates improve quickly as
+     * its window fills, and their mean lags the newest
+     */
+    if (rc == 0) {
+        picked = *out;
+        fm_clock_smooth_apply (&t->smooth, out);
+        if (refresh) {
+            fm_clock_smooth_add (&t->smooth, &picked);
+        }
+    } else if (refresh) {
+        fm_clock_smooth_init (&t->smooth, SMOOTH_SPAN_NS);
     }
     t->model.valid = rc >= 0;
     if (rc >= 0) {
@@ -1022,6 +1040,7 @@ handle_reply (fm_engine_t *e, const fm_probe_t *p, int64_t t4, bool have_rx, boo
         if (t->fallback) {
             fm_clock_est_reset (t->fallback);
         }
+        fm_clock_smooth_init (&t->smooth, SMOOTH_SPAN_NS);
         t->model.valid = false;
     }
     r = &t->ring[p->seq % RING_SIZE];

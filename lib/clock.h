@@ -194,6 +194,37 @@ int fm_clock_pick (const fm_clock_estimate_t *pure,
                    int64_t floor_tol_ns,
                    fm_clock_estimate_t *out);
 
+/* The agent's smoothing of successive estimates of one peer (doc/clock.md,
+ * Smoothing). Each refresh's envelope rests on a few support points, and as
+ * they enter and leave the window the offset jumps by tens of ns; the mean of
+ * the last span's offsets, each carried to now with the newest drift, does
+ * not. A history is dropped where an estimate refuses, time runs backwards or
+ * an estimate leaves the history's mean by more than its bound (holdover
+ * re-anchoring, a switch of estimator): the older offsets no longer apply.
+ */
+#define FM_CLOCK_SMOOTH_MAX 128
+
+typedef struct {
+    int64_t span_ns; /* offsets older than this before the newest are left out */
+    size_t n;        /* offsets held */
+    size_t next;     /* ring slot of the next */
+    int64_t at_ns[FM_CLOCK_SMOOTH_MAX];
+    int64_t offset_ns[FM_CLOCK_SMOOTH_MAX];
+} fm_clock_smooth_t;
+
+void fm_clock_smooth_init (fm_clock_smooth_t *s, int64_t span_ns);
+
+/* Record est's offset (one call per refresh), or drop the history (see above). */
+void fm_clock_smooth_add (fm_clock_smooth_t *s, const fm_clock_estimate_t *est);
+
+/* Replace a valid est's offset by the mean of the recorded offsets within the
+ * span before est->at_ns and est's own, each carried to est->at_ns with
+ * est's drift, and widen its bound by the distance moved. est stays as it is
+ * where the history is empty or stale (est lies outside its bound of the mean).
+ * Apply before adding est: est would otherwise count twice.
+ */
+void fm_clock_smooth_apply (const fm_clock_smooth_t *s, fm_clock_estimate_t *est);
+
 /* Coded pair purity test alone: true when both gaps are positive, the tx gap is
  * at most max_gap_ns, and |rx gap - tx gap| <= guard_ns.
  */

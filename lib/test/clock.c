@@ -815,6 +815,130 @@ static void test_pick_jitter (void **state)
     assert_true (quantile (pick_err, n_pick, .99) < 100.);
 }
 
+/* An estimate of hand-made values at local time at (ns after T0). */
+static fm_clock_estimate_t
+smooth_est (int64_t at, int64_t offset, double drift_ppb, int64_t bound)
+{
+    return (fm_clock_estimate_t){.valid = true,
+                                 .why = "ok",
+                                 .at_ns = T0 + at,
+                                 .offset_ns = offset,
+                                 .drift_ppb = drift_ppb,
+                                 .bound_ns = bound};
+}
+
+/* fm_clock_smooth's rules: the mean carried with the drift, the span, and
+ * the histories it drops.
+ */
+static void test_smooth_rules (void **state)
+{
+    const int64_t step = 250000000; /* the agent's refresh */
+    const double ppb = 25000.;      /* 25 ppm: 6.25 us a refresh */
+    fm_clock_smooth_t sm;
+    fm_clock_estimate_t est, bad = {.valid = false, .why = "too few"};
+
+    fm_clock_smooth_init (&sm, 16000000000LL);
+    est = smooth_est (0, 5000, ppb, 100);
+    fm_clock_smooth_apply (&sm, &est);
+    assert_int_equal (est.offset_ns, 5000);
+    assert_int_equal (est.bound_ns, 100);
+    /* +-40 ns about theta = 5000 + 25 ppm t: the mean of 8 is exact, and the
+     * 9th (+40) moves by 40/9 toward it
+     */
+    for (int i = 0; i < 8; i++) {
+        est = smooth_est (i * step,
+                          5000 + llround (ppb * 1e-9 * i * step) + (i % 2 ? -40 : 40),
+                          ppb,
+                          100);
+        fm_clock_smooth_add (&sm, &est);
+    }
+    est = smooth_est (8 * step, 5000 + llround (ppb * 1e-9 * 8 * step) + 40, ppb, 100);
+    fm_clock_smooth_apply (&sm, &est);
+    assert_true (llabs (est.offset_ns - (5000 + llround (ppb * 1e-9 * 8 * step) + 4))
+                 <= 1);
+    assert_true (est.bound_ns >= 100 + 35 && est.bound_ns <= 100 + 37);
+    /* past the span, the history is not used */
+    est = smooth_est (7 * step + 16000000001LL, 900000, ppb, 100);
+    fm_clock_smooth_apply (&sm, &est);
+    assert_int_equal (est.offset_ns, 900000);
+    /* an estimate more than its bound off the mean leaves it alone, and
+     * recording it drops the history (a re-anchored model)
+     */
+    est = smooth_est (8 * step, 5000 + llround (ppb * 1e-9 * 8 * step) + 101, ppb, 100);
+    fm_clock_smooth_apply (&sm, &est);
+    assert_int_equal (est.offset_ns, 5000 + llround (ppb * 1e-9 * 8 * step) + 101);
+    fm_clock_smooth_add (&sm, &est);
+    assert_int_equal (sm.n, 1);
+    est = smooth_est (9 * step, 5000 + llround (ppb * 1e-9 * 9 * step) + 81, ppb, 100);
+    fm_clock_smooth_apply (&sm, &est);
+    assert_int_equal (est.offset_ns, 5000 + llround (ppb * 1e-9 * 9 * step) + 91);
+    /* a refusal, or time running backwards, drops it too */
+    fm_clock_smooth_add (&sm, &est);
+    assert_int_equal (sm.n, 2);
+    fm_clock_smooth_add (&sm, &bad);
+    assert_int_equal (sm.n, 0);
+    fm_clock_smooth_add (&sm, &est);
+    est.at_ns -= 1;
+    fm_clock_smooth_add (&sm, &est);
+    assert_int_equal (sm.n, 1);
+    fm_clock_smooth_apply (&sm, &bad);
+    assert_false (bad.valid);
+    /* the ring keeps the newest FM_CLOCK_SMOOTH_MAX */
+    fm_clock_smooth_init (&sm, INT64_MAX);
+    for (int i = 0; i < 3 * FM_CLOCK_SMOOTH_MAX; i++) {
+        est = smooth_est (i * step, i < 2 * FM_CLOCK_SMOOTH_MAX ? 50 : 0, 0., 100);
+        fm_clock_smooth_add (&sm, &est);
+    }
+    assert_int_equal (sm.n, FM_CLOCK_SMOOTH_MAX);
+    est = smooth_est (3 * FM_CLOCK_SMOOTH_MAX * step, 0, 0., 100);
+    fm_clock_smooth_apply (&sm, &est);
+    assert_int_equal (est.offset_ns, 0);
+    (void)state;
+}
+
+/* Estimates every 250 ms for 120 s, as the agent refreshes them, that scatter
+ * about the truth (white, sd 40 ns, and a slow 20 ns swing) with drifts 5 ppb
+ * off and a 3 us step at 60 s, as a re-anchored model gives: over the agent's
+ * 4 s the smoothed offsets' p99 error is well below the raw ones', each lies
+ * within its bound, and the step is followed at once.
+ */
+static void test_smooth_noise (void **state)
+{
+    const int64_t step = 250000000;
+    const double ppb = -30000.;
+    double raw[480], smooth[480];
+    size_t n = 0;
+    fm_clock_smooth_t sm;
+
+    rng_state = 11;
+    fm_clock_smooth_init (&sm, 4000000000LL);
+    for (int i = 0; i < 480; i++) {
+        double t = (double)i * (double)step;
+        double truth = -5e6 + ppb * 1e-9 * t + (i >= 240 ? 3000. : 0.);
+        double err = rng_normal (40.) + 20. * sin (2 * M_PI * t / 20e9);
+        fm_clock_estimate_t est =
+            smooth_est (i * step, llround (truth + err), ppb + rng_normal (5.), 200);
+        fm_clock_estimate_t picked = est;
+
+        fm_clock_smooth_apply (&sm, &est);
+        fm_clock_smooth_add (&sm, &picked);
+        if (i == 240) {
+            assert_true (fabs ((double)est.offset_ns - truth) < 200.);
+        }
+        assert_true (fabs ((double)est.offset_ns - truth) <= (double)est.bound_ns);
+        raw[n] = fabs (err);
+        smooth[n++] = fabs ((double)est.offset_ns - truth);
+    }
+    print_message (
+        "# smoothing: raw p50 %.1f ns p99 %.1f ns; smoothed p50 %.1f ns p99 %.1f ns\n",
+        quantile (raw, n, .5),
+        quantile (raw, n, .99),
+        quantile (smooth, n, .5),
+        quantile (smooth, n, .99));
+    assert_true (quantile (smooth, n, .99) < quantile (raw, n, .99) / 2.);
+    (void)state;
+}
+
 /* An asymmetric path is invisible pairwise: the estimate is off by half the
  * asymmetry (what the network effect's loop residuals expose).
  */
@@ -1502,6 +1626,8 @@ int main (void)
         cmocka_unit_test (test_huygens_trim),
         cmocka_unit_test (test_pick_rules),
         cmocka_unit_test (test_pick_jitter),
+        cmocka_unit_test (test_smooth_rules),
+        cmocka_unit_test (test_smooth_noise),
         cmocka_unit_test (test_huygens_holdover_step),
         cmocka_unit_test (test_huygens_holdover_impure),
         cmocka_unit_test (test_huygens_holdover_reanchors),

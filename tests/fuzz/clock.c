@@ -25,7 +25,9 @@
  * or invalid), except a well-formed exchange fed to huygens, which only
  * follows the paths for holdover and is not counted; an estimate is either
  * valid with a non-negative bound, finite drift and sample counts, or refused
- * with EAGAIN; stats never go down.
+ * with EAGAIN; stats never go down. Every estimate also goes through the
+ * agent's smoothing (fm_clock_smooth, span = the window): it moves an offset
+ * by no more than it widens the bound, and never narrows it.
  */
 
 #define RECORD 33
@@ -40,9 +42,9 @@ static int64_t get64 (const uint8_t *p)
     return (int64_t)v;
 }
 
-static void check_estimate (fm_clock_est_t *est, int64_t at)
+static void check_estimate (fm_clock_est_t *est, fm_clock_smooth_t *sm, int64_t at)
 {
-    fm_clock_estimate_t e;
+    fm_clock_estimate_t e, smoothed;
     int rc;
 
     errno = 0;
@@ -56,6 +58,18 @@ static void check_estimate (fm_clock_est_t *est, int64_t at)
     } else {
         fuzz_check (rc == -1 && errno == EAGAIN && !e.valid);
     }
+    smoothed = e;
+    fm_clock_smooth_apply (sm, &smoothed);
+    fuzz_check (smoothed.valid == e.valid && smoothed.bound_ns >= e.bound_ns);
+    if (smoothed.offset_ns != e.offset_ns) {
+        uint64_t moved = smoothed.offset_ns > e.offset_ns
+                             ? (uint64_t)smoothed.offset_ns - (uint64_t)e.offset_ns
+                             : (uint64_t)e.offset_ns - (uint64_t)smoothed.offset_ns;
+
+        fuzz_check (moved == (uint64_t)(smoothed.bound_ns - e.bound_ns));
+    }
+    fm_clock_smooth_add (sm, &e);
+    fuzz_check (sm->n <= FM_CLOCK_SMOOTH_MAX && (e.valid || sm->n == 0));
 }
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
@@ -64,6 +78,7 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     fm_clock_stats_t st, prev = {0};
     fm_error_t err;
     fm_clock_est_t *est;
+    fm_clock_smooth_t sm;
     int64_t now = 1800000000000000000LL;
     bool huygens;
 
@@ -80,6 +95,7 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     cfg.trim = (data[0] >> 2 & 3) * FM_CLOCK_TRIM_MAX / 3;
     fuzz_check (fm_clock_config_check (&cfg, &err) == 0);
     huygens = data[0] & 1;
+    fm_clock_smooth_init (&sm, cfg.window_ns);
     est = fm_clock_est_create (
         huygens ? FM_CLOCK_EST_HUYGENS : FM_CLOCK_EST_NAIVE, &cfg, &err);
     fuzz_check (est != NULL);
@@ -114,7 +130,7 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
             (void)fm_clock_pair_is_pure (&s.pair, cfg.guard_ns, cfg.max_gap_ns);
             break;
         case 2:
-            check_estimate (est, v[0]);
+            check_estimate (est, &sm, v[0]);
             continue;
         default:
             fm_clock_est_reset (est);
@@ -133,7 +149,7 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
                                   : 1));
         prev = st;
     }
-    check_estimate (est, now);
+    check_estimate (est, &sm, now);
     fm_clock_est_destroy (est);
     return 0;
 }
