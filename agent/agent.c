@@ -46,6 +46,11 @@
  */
 #define PUBLISH_NS (250LL * 1000 * 1000)
 #define PUBLISH_MAX_NS (1000LL * 1000 * 1000)
+/* while there is no estimate, a wakeup this long after the last refresh
+ * tries again: the first estimate is on the page within a wakeup or two, not
+ * up to PUBLISH_NS later
+ */
+#define PUBLISH_RETRY_NS (20LL * 1000 * 1000)
 /* Timer wakeups are coalesced: probes and timeouts that come due within
  * this much of each other, or half a probe interval when that is shorter,
  * are handled in one wakeup (a probe leaves up to that late, which its
@@ -555,6 +560,7 @@ typedef struct {
     int tfd_window;
     fm_clockpage_t *page; /* NULL: not published */
     int64_t published;    /* monotonic: the page's last refresh */
+    bool estimated;       /* the last refresh had an estimate to publish */
     double rate;          /* probes/s to each peer */
     int64_t coalesce_ns;  /* see COALESCE_NS */
     int64_t ref_epoch_ns; /* job time of the first valid publication, 0: none */
@@ -688,6 +694,7 @@ static void publish_clock (loop_t *l)
     if (!reference_estimate (l, now, &est)) {
         fm_log_ratelimited (&l->rl_clock, LOG_DEBUG, "no clock estimate: %s", est.why);
         fm_clockpage_invalidate (l->page);
+        l->estimated = false;
         return;
     }
     d.valid = true;
@@ -708,6 +715,7 @@ static void publish_clock (loop_t *l)
     }
     d.ref_epoch_ns = l->ref_epoch_ns;
     d.valid_until_ns = host + PUBLISH_VALID_NS;
+    l->estimated = true;
     if (fm_clockpage_publish (l->page, &d) < 0) {
         fm_debug ("clock page: %s", strerror (errno));
     }
@@ -1105,7 +1113,8 @@ int fm_agent_run (const fm_agent_cfg_t *cfg, fm_error_t *err)
             if (fm_engine_counters (l.engine)->sent_requests != sent) {
                 input (&l);
             }
-            if (l.page && now - l.published >= PUBLISH_NS) {
+            if (l.page
+                && now - l.published >= (l.estimated ? PUBLISH_NS : PUBLISH_RETRY_NS)) {
                 publish_clock (&l);
                 l.published = now;
             }
