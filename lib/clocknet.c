@@ -409,3 +409,43 @@ noconv:
     errno = ERANGE;
     return fm_errprintf (err, "clock network: conjugate gradients did not converge");
 }
+
+int fm_clocknet_combine (const fm_clocknet_cand_t *cand,
+                         size_t n,
+                         fm_clocknet_cand_t *out)
+{
+    fm_clocknet_cand_t m = {0};
+
+    if (n == 0) {
+        errno = EINVAL;
+        return -1;
+    }
+    for (size_t k = 0; k < n; k++) {
+        const fm_clocknet_cand_t *c = &cand[k];
+        if (!isfinite (c->offset_ns) || !isfinite (c->drift_ppb)
+            || !(c->bound_ns >= 0. && c->bound_ns < INFINITY)
+            || !(c->drift_bound_ppb >= 0. && c->drift_bound_ppb < INFINITY)
+            || !(c->weight > 0. && c->weight < INFINITY)) {
+            errno = EINVAL;
+            return -1;
+        }
+        m.weight += c->weight;
+        m.offset_ns += c->weight * c->offset_ns;
+        m.drift_ppb += c->weight * c->drift_ppb;
+    }
+    if (!(m.weight < INFINITY)) {
+        errno = EINVAL;
+        return -1;
+    }
+    m.offset_ns /= m.weight;
+    m.drift_ppb /= m.weight;
+    m.bound_ns = m.drift_bound_ppb = INFINITY;
+    for (size_t k = 0; k < n; k++) {
+        const fm_clocknet_cand_t *c = &cand[k];
+        m.bound_ns = fmin (m.bound_ns, c->bound_ns + fabs (m.offset_ns - c->offset_ns));
+        m.drift_bound_ppb = fmin (
+            m.drift_bound_ppb, c->drift_bound_ppb + fabs (m.drift_ppb - c->drift_ppb));
+    }
+    *out = m;
+    return 0;
+}

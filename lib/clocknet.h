@@ -86,4 +86,30 @@ int fm_clocknet_solve (unsigned n,
                        fm_clocknet_info_t *info,
                        fm_error_t *err);
 
+/* The network effect where a node is: one step of it, repeated at every
+ * refresh on every node of the job (doc/clock.md, Network effect in the
+ * agent). A candidate is the node's offset to the reference through one
+ * peer: the edge to the peer plus the peer's own offset to the reference.
+ * The weighted mean of the candidates, each node taking its peers' latest,
+ * is a Jacobi iteration of the same least squares fm_clocknet_solve() solves
+ * in one place.
+ */
+typedef struct {
+    double offset_ns;       /* reference - this node */
+    double drift_ppb;       /* d offset / dt */
+    double bound_ns;        /* error bound of offset_ns, >= 0 */
+    double drift_bound_ppb; /* error bound of drift_ppb, >= 0 */
+    double weight;          /* > 0: 1 / (edge bound^2 + peer's bound^2) */
+} fm_clocknet_cand_t;
+
+/* out: the weighted mean offset and drift of the n candidates, weight their
+ * sum, and the tightest bound that any one candidate's gives: min over k of
+ * bound_k + |mean - offset_k| (so, when every candidate's bound holds, the
+ * mean's holds). -1 with errno EINVAL (n == 0, a value not finite, a bound
+ * < 0, a weight <= 0) and out not written.
+ */
+int fm_clocknet_combine (const fm_clocknet_cand_t *cand,
+                         size_t n,
+                         fm_clocknet_cand_t *out);
+
 #endif /* FM_CLOCKNET_H */

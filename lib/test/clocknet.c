@@ -7,6 +7,7 @@
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -355,6 +356,163 @@ static void test_no_convergence (void **state)
     graph_free (&g);
 }
 
+static void test_combine_rules (void **state)
+{
+    fm_clocknet_cand_t c[2] = {
+        {.offset_ns = 100.,
+         .drift_ppb = 10.,
+         .bound_ns = 20.,
+         .drift_bound_ppb = 5.,
+         .weight = 1. / 400},
+        {.offset_ns = 130.,
+         .drift_ppb = 14.,
+         .bound_ns = 40.,
+         .drift_bound_ppb = 10.,
+         .weight = 1. / 1600},
+    };
+    fm_clocknet_cand_t m, untouched;
+
+    assert_int_equal (fm_clocknet_combine (c, 2, &m), 0);
+    /* weights 4 : 1 */
+    assert_true (fabs (m.offset_ns - 106.) < 1e-9);
+    assert_true (fabs (m.drift_ppb - 10.8) < 1e-9);
+    assert_true (fabs (m.weight - 1. / 320) < 1e-12);
+    /* the first candidate's bound, widened by the distance moved, is tighter */
+    assert_true (fabs (m.bound_ns - 26.) < 1e-9);
+    assert_true (fabs (m.drift_bound_ppb - 5.8) < 1e-9);
+    /* one candidate is itself */
+    assert_int_equal (fm_clocknet_combine (c + 1, 1, &m), 0);
+    assert_true (fabs (m.offset_ns - 130.) < 1e-9 && fabs (m.drift_ppb - 14.) < 1e-9);
+    assert_true (fabs (m.bound_ns - 40.) < 1e-9
+                 && fabs (m.drift_bound_ppb - 10.) < 1e-9);
+
+    memset (&untouched, 0x5a, sizeof (untouched));
+    m = untouched;
+    errno = 0;
+    assert_int_equal (fm_clocknet_combine (c, 0, &m), -1);
+    assert_int_equal (errno, EINVAL);
+    c[1].weight = 0.;
+    assert_int_equal (fm_clocknet_combine (c, 2, &m), -1);
+    c[1].weight = INFINITY;
+    assert_int_equal (fm_clocknet_combine (c, 2, &m), -1);
+    c[1].weight = 1e308;
+    c[0].weight = 1e308; /* a sum beyond the doubles */
+    assert_int_equal (fm_clocknet_combine (c, 2, &m), -1);
+    c[0].weight = c[1].weight = 1.;
+    c[1].bound_ns = -1.;
+    assert_int_equal (fm_clocknet_combine (c, 2, &m), -1);
+    c[1].bound_ns = 1.;
+    c[1].drift_ppb = NAN;
+    assert_int_equal (fm_clocknet_combine (c, 2, &m), -1);
+    c[1].drift_ppb = 0.;
+    c[1].drift_bound_ppb = INFINITY;
+    assert_int_equal (fm_clocknet_combine (c, 2, &m), -1);
+    assert_memory_equal (&m, &untouched, sizeof (m));
+}
+
+/* Whenever every candidate's bound holds, the combination's does. */
+static void test_combine_bound_holds (void **state)
+{
+    fm_vclock_rng_t rng;
+
+    fm_vclock_rng_seed (&rng, 7);
+    for (int trial = 0; trial < 20000; trial++) {
+        fm_clocknet_cand_t c[6], m;
+        unsigned n = 1 + (unsigned)(fm_vclock_rng_u64 (&rng) % 6);
+        double truth = 1e6 * fm_vclock_rng_normal (&rng), min_bound = INFINITY;
+        for (unsigned k = 0; k < n; k++) {
+            double b = 1. + 500. * fm_vclock_rng_uniform (&rng);
+            c[k] = (fm_clocknet_cand_t){
+                .offset_ns = truth + b * (2 * fm_vclock_rng_uniform (&rng) - 1),
+                .drift_ppb = 3. + b / 100 * (2 * fm_vclock_rng_uniform (&rng) - 1),
+                .bound_ns = b,
+                .drift_bound_ppb = b / 100,
+                /* weights unrelated to the bounds: the rule must not care */
+                .weight = fm_vclock_rng_uniform (&rng),
+            };
+            min_bound = fmin (min_bound, b);
+        }
+        assert_int_equal (fm_clocknet_combine (c, n, &m), 0);
+        assert_true (fabs (m.offset_ns - truth) <= m.bound_ns + 1e-6);
+        assert_true (fabs (m.drift_ppb - 3.) <= m.drift_bound_ppb + 1e-9);
+        assert_true (m.bound_ns >= min_bound - 1e-9 || n == 1);
+    }
+}
+
+/* The combination repeated on every node of a complete graph, each taking
+ * its peers' latest as the agents do: it settles, and it beats each node's
+ * own edge to the reference. Edges carry a role bias that the mean of an
+ * edge's two ends cancels (doc/clock.md).
+ */
+static void test_combine_iterated (void **state)
+{
+    enum { N = 8, SEEDS = 200, ROUNDS = 40 };
+    double sq_direct = 0., sq_net = 0., moved = 0.;
+    fm_vclock_rng_t rng;
+
+    fm_vclock_rng_seed (&rng, 11);
+    for (int seed = 0; seed < SEEDS; seed++) {
+        double x[N], meas[N][N], rho[N], bound[N];
+        bool have[N];
+        for (int i = 0; i < N; i++) {
+            x[i] = 1e6 * fm_vclock_rng_normal (&rng);
+        }
+        /* meas[i][j]: i's estimate of x_j - x_i, 20 ns noise, +30 ns bias */
+        for (int i = 0; i < N; i++) {
+            for (int j = 0; j < N; j++) {
+                meas[i][j] = x[j] - x[i] + 30. + 20. * fm_vclock_rng_normal (&rng);
+            }
+            have[i] = i == 0;
+            rho[i] = bound[i] = 0.;
+        }
+        for (int round = 0; round < ROUNDS; round++) {
+            double next[N], next_bound[N];
+            for (int i = 1; i < N; i++) {
+                fm_clocknet_cand_t c[N], m;
+                unsigned n = 0;
+                for (int j = 0; j < N; j++) {
+                    double edge = (meas[i][j] - meas[j][i]) / 2, b = 60.;
+                    if (j == i || !have[j]) {
+                        continue;
+                    }
+                    c[n++] = (fm_clocknet_cand_t){
+                        .offset_ns = edge + rho[j],
+                        .bound_ns = b + bound[j],
+                        .weight = 1. / (b * b + bound[j] * bound[j]),
+                    };
+                }
+                assert_int_equal (fm_clocknet_combine (c, n, &m), 0);
+                next[i] = m.offset_ns;
+                next_bound[i] = m.bound_ns;
+            }
+            for (int i = 1; i < N; i++) {
+                if (round == ROUNDS - 1) {
+                    moved = fmax (moved, fabs (next[i] - rho[i]));
+                }
+                rho[i] = next[i];
+                bound[i] = next_bound[i];
+                have[i] = true;
+            }
+        }
+        for (int i = 1; i < N; i++) {
+            double truth = x[0] - x[i];
+            sq_direct += pow (meas[i][0] - truth, 2);
+            sq_net += pow (rho[i] - truth, 2);
+        }
+    }
+    sq_direct = sqrt (sq_direct / (SEEDS * (N - 1)));
+    sq_net = sqrt (sq_net / (SEEDS * (N - 1)));
+    print_message ("# rms error: own edge %.1f ns, combined %.1f ns; last round moved "
+                   "%.2g ns\n",
+                   sq_direct,
+                   sq_net,
+                   moved);
+    assert_true (moved < 0.01);
+    /* the bias alone is 30 ns on the own edge; the combination has none */
+    assert_true (sq_net < 15.);
+    assert_true (sq_net < sq_direct / 2);
+}
+
 int main (void)
 {
     const struct CMUnitTest tests[] = {
@@ -365,6 +523,9 @@ int main (void)
         cmocka_unit_test (test_scale_1000),
         cmocka_unit_test (test_large_offsets),
         cmocka_unit_test (test_no_convergence),
+        cmocka_unit_test (test_combine_rules),
+        cmocka_unit_test (test_combine_bound_holds),
+        cmocka_unit_test (test_combine_iterated),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
