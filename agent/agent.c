@@ -660,22 +660,11 @@ static int start_engine (loop_t *l, fm_error_t *err)
 }
 
 /* Our estimate of the reference clock (node 0, which fm_agent_pick_targets
- * always probes) at engine time now: theta = reference - local. Node 0 is
- * the reference itself.
+ * always probes) at engine time now: theta = reference - local.
  */
 static bool reference_estimate (loop_t *l, int64_t now, fm_clock_estimate_t *out)
 {
-    *out = (fm_clock_estimate_t){.why = "no estimate"};
-    if (fm_engine_my_index (l->engine) == 0) {
-        *out = (fm_clock_estimate_t){.valid = true, .why = "ok", .at_ns = now};
-        return true;
-    }
-    for (size_t i = 0; i < l->ntargets; i++) {
-        if (l->targets[i] == 0) {
-            return fm_engine_clock_estimate (l->engine, i, now, out) == 0;
-        }
-    }
-    return false;
+    return fm_engine_reference_estimate (l->engine, now, out) == 0;
 }
 
 /* Publish job time - host time on the page: the engine's clock (virtual in

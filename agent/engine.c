@@ -22,6 +22,7 @@
 #include <sodium.h>
 #include <sys/socket.h>
 
+#include "clocknet.h"
 #include "engine.h"
 #include "log.h"
 #include "timeutil.h"
@@ -52,6 +53,11 @@
 #define FLOOR_TOLERANCE_NS 500
 /* The span of refreshes whose offsets are averaged (doc/clock.md, Smoothing). */
 #define SMOOTH_SPAN_NS (4LL * 1000 * 1000 * 1000)
+/* A peer's estimates from its replies older than this are not combined:
+ * they are refreshed at every reply, and a quiet peer's carried drift
+ * error grows (doc/clock.md, Network effect in the agent).
+ */
+#define PEER_VIEW_MAX_AGE_NS (4LL * 1000 * 1000 * 1000)
 /* Outstanding requests per target. Must exceed rate * timeout. */
 #define RING_SIZE 2048
 /* Transmit stamps not yet read back; stamps arrive within microseconds. */
@@ -104,6 +110,14 @@ typedef struct {
      */
     fm_clock_est_t *fallback;
     fm_clock_smooth_t smooth; /* the picked offsets of the latest refreshes */
+    /* The network effect (fm_engine_reference_estimate): our estimate of
+     * the peer at the last combination, which our replies to it carry, and
+     * the estimates its latest reply carried, at its time peer_at.
+     */
+    fm_clock_estimate_t view;
+    uint16_t peer_flags; /* FM_PROBE_FLAG_REF, FM_PROBE_FLAG_EDGE */
+    int64_t peer_at;
+    fm_probe_clock_t peer_ref, peer_edge;
     req_t *ring;
     /* The latest valid clock estimate, theta(t) = theta + drift (t - at), for
      * the window's one-way delays: with holdover, a sudden change of one
@@ -184,6 +198,9 @@ struct fm_engine {
     fm_engine_counters_t cnt;
     fm_ratelimit_t rl[FM_WIRE_NREASONS];
     fm_ratelimit_t rl_send;
+    /* our estimate of the reference at the last combination, for replies */
+    fm_clock_estimate_t ref_view;
+    fm_clocknet_cand_t *cand; /* one per target */
 };
 
 static int64_t real_now (fm_engine_t *e)
@@ -363,6 +380,7 @@ void fm_engine_destroy (fm_engine_t *e)
             free (e->targets[i].ring);
         }
         free (e->targets);
+        free (e->cand);
         free (e->requesters);
         free (e->nodes);
         sodium_memzero (e->key, sizeof (e->key));
@@ -394,6 +412,7 @@ int fm_engine_start (fm_engine_t *e,
     target_t *tv = NULL;
     fm_node_t *nv = NULL;
     requester_t *rv = NULL;
+    fm_clocknet_cand_t *cv = NULL;
     int64_t now = fm_time_mono_ns ();
     int64_t interval = probe_interval (e, e->cfg.rate);
     fm_clock_config_t ccfg, fcfg;
@@ -420,7 +439,8 @@ int fm_engine_start (fm_engine_t *e,
         }
     }
     if (!(nv = calloc (nnodes, sizeof (*nv))) || !(rv = calloc (nnodes, sizeof (*rv)))
-        || (ntargets > 0 && !(tv = calloc (ntargets, sizeof (*tv))))) {
+        || (ntargets > 0 && !(tv = calloc (ntargets, sizeof (*tv))))
+        || !(cv = calloc (ntargets + 1, sizeof (*cv)))) {
         goto nomem;
     }
     memcpy (nv, nodes, nnodes * sizeof (*nv));
@@ -469,6 +489,7 @@ int fm_engine_start (fm_engine_t *e,
     e->requesters = rv;
     e->targets = tv;
     e->ntargets = ntargets;
+    e->cand = cv;
     e->my_index = my_index;
     e->started = true;
     return 0;
@@ -485,6 +506,7 @@ fail:
     free (tv);
     free (rv);
     free (nv);
+    free (cv);
     return -1;
 }
 
@@ -902,6 +924,44 @@ static void drop (fm_engine_t *e, fm_wire_reason_t why, const char *from)
                         (uintmax_t)e->cnt.dropped[why]);
 }
 
+static target_t *find_target (fm_engine_t *e, uint16_t index);
+
+/* est on the wire; false when it does not fit (a bound beyond 4 s is none) */
+static bool to_wire (const fm_clock_estimate_t *est, fm_probe_clock_t *c)
+{
+    double drift_bound = ceil (est->drift_bound_ppb);
+
+    if (!est->valid || llabs (est->offset_ns) > FM_PROBE_OFFSET_MAX_NS
+        || !(fabs (est->drift_ppb) <= FM_PROBE_DRIFT_MAX_PPT / 1000)
+        || est->bound_ns < 0 || est->bound_ns > UINT32_MAX
+        || !(drift_bound >= 0 && drift_bound <= UINT32_MAX)) {
+        return false;
+    }
+    *c = (fm_probe_clock_t){.offset_ns = est->offset_ns,
+                            .drift_ppt = llround (est->drift_ppb * 1000),
+                            .bound_ns = (uint32_t)est->bound_ns,
+                            .drift_bound_ppb = (uint32_t)drift_bound};
+    return true;
+}
+
+/* A reply to node `to` carries our latest estimates of the reference and of
+ * `to` (doc/clock.md, Network effect in the agent).
+ */
+static void put_views (fm_engine_t *e, uint16_t to, fm_probe_t *r)
+{
+    target_t *t = find_target (e, to);
+
+    if (to_wire (&e->ref_view, &r->ref)) {
+        r->flags |= FM_PROBE_FLAG_REF;
+        r->clock_at = e->ref_view.at_ns;
+    }
+    /* both from one fm_engine_reference_estimate(): one time */
+    if (t && to_wire (&t->view, &r->edge)) {
+        r->flags |= FM_PROBE_FLAG_EDGE;
+        r->clock_at = t->view.at_ns;
+    }
+}
+
 static void handle_request (
     fm_engine_t *e, const fm_probe_t *p, int64_t t2, bool have_rx, bool t2_hw)
 {
@@ -943,6 +1003,7 @@ static void handle_request (
         .rx_reorder = q->rx_reorder,
         .req_epoch = p->epoch,
     };
+    put_views (e, p->src_index, &r);
     /* the peer's configured address, never the datagram's source: a forged
      * source cannot turn us into a reflector
      */
@@ -951,8 +1012,6 @@ static void handle_request (
         e->cnt.sent_replies++;
     }
 }
-
-static target_t *find_target (fm_engine_t *e, uint16_t index);
 
 /* A peer stopped: what it leaves unanswered is not loss. */
 static void handle_bye (fm_engine_t *e, const fm_probe_t *p)
@@ -1043,6 +1102,10 @@ handle_reply (fm_engine_t *e, const fm_probe_t *p, int64_t t4, bool have_rx, boo
         fm_clock_smooth_init (&t->smooth, SMOOTH_SPAN_NS);
         t->model.valid = false;
     }
+    t->peer_flags = p->flags & (FM_PROBE_FLAG_REF | FM_PROBE_FLAG_EDGE);
+    t->peer_at = p->clock_at;
+    t->peer_ref = p->ref;
+    t->peer_edge = p->edge;
     r = &t->ring[p->seq % RING_SIZE];
     if (!r->used || r->seq != p->seq) {
         e->cnt.stale++;
@@ -1363,4 +1426,121 @@ int fm_engine_clock_estimate (fm_engine_t *e,
         return -1;
     }
     return estimate_target (e, &e->targets[i], now_ns, out, true);
+}
+
+/* est of a peer's view carried from its time at to its time now: the
+ * offset by the drift, the bound by the drift's bound
+ */
+static void carry (const fm_probe_clock_t *c, double age, double *offset, double *bound)
+{
+    *offset = (double)c->offset_ns + (double)c->drift_ppt * 1e-12 * age;
+    *bound = (double)c->bound_ns + (double)c->drift_bound_ppb * 1e-9 * fabs (age);
+}
+
+/* The candidate through target t, whose estimate est is at engine time now:
+ * the edge to t, the mean of both ends' estimates where t sent its own (the
+ * role bias of the requesting end cancels), plus t's estimate of the
+ * reference (0 for the reference itself). False when t sent none fresh.
+ */
+static bool
+candidate (const target_t *t, const fm_clock_estimate_t *est, fm_clocknet_cand_t *c)
+{
+    double offset = (double)est->offset_ns, bound = (double)est->bound_ns;
+    double drift = est->drift_ppb, drift_bound = est->drift_bound_ppb;
+    double age = (double)est->at_ns + (double)est->offset_ns - (double)t->peer_at;
+    double ref = 0, ref_bound = 0, ref_drift = 0, ref_drift_bound = 0;
+    bool fresh = t->peer_flags != 0 && fabs (age) <= (double)PEER_VIEW_MAX_AGE_NS;
+
+    if (fresh && (t->peer_flags & FM_PROBE_FLAG_EDGE)) {
+        double theirs, their_bound;
+        double a, b;
+        carry (&t->peer_edge, age, &theirs, &their_bound);
+        /* weighted as variances: a fallback's microseconds do not spoil a
+         * pure-pair estimate, and alike estimates are a plain mean
+         */
+        a = 1. / fmax (bound * bound, 1.);
+        b = 1. / fmax (their_bound * their_bound, 1.);
+        a /= a + b;
+        b = 1. - a;
+        offset = a * offset - b * theirs;
+        bound = a * bound + b * their_bound;
+        drift = a * drift - b * (double)t->peer_edge.drift_ppt * 1e-3;
+        drift_bound = a * drift_bound + b * t->peer_edge.drift_bound_ppb;
+    }
+    if (t->index != 0) {
+        if (!fresh || !(t->peer_flags & FM_PROBE_FLAG_REF)) {
+            return false;
+        }
+        carry (&t->peer_ref, age, &ref, &ref_bound);
+        ref_drift = (double)t->peer_ref.drift_ppt * 1e-3;
+        ref_drift_bound = t->peer_ref.drift_bound_ppb;
+    }
+    *c = (fm_clocknet_cand_t){
+        .offset_ns = offset + ref,
+        .drift_ppb = drift + ref_drift,
+        .bound_ns = bound + ref_bound,
+        .drift_bound_ppb = drift_bound + ref_drift_bound,
+        /* a bound of 0 ns would hand one candidate everything */
+        .weight = 1. / fmax (bound * bound + ref_bound * ref_bound, 1.),
+    };
+    return true;
+}
+
+int fm_engine_reference_estimate (fm_engine_t *e,
+                                  int64_t now_ns,
+                                  fm_clock_estimate_t *out)
+{
+    fm_clocknet_cand_t *cand = e->cand, m;
+    fm_clock_estimate_t direct = {.why = "node 0 is not probed"};
+    size_t n = 0;
+    unsigned samples[2] = {0, 0};
+
+    e->ref_view = (fm_clock_estimate_t){.why = "no estimate"};
+    if (e->my_index == 0) {
+        e->ref_view =
+            (fm_clock_estimate_t){.valid = true, .why = "ok", .at_ns = now_ns};
+        *out = e->ref_view;
+        return 0;
+    }
+    for (size_t i = 0; i < e->ntargets; i++) {
+        target_t *t = &e->targets[i];
+        fm_clock_estimate_t est;
+        int rc = estimate_target (e, t, now_ns, &est, true);
+        t->view = est;
+        if (t->index == 0) {
+            direct = est;
+        }
+        if (rc == 0 && pairs (e) && candidate (t, &est, &cand[n])) {
+            samples[0] += est.samples[0];
+            samples[1] += est.samples[1];
+            n++;
+        }
+    }
+    if (!pairs (e) || n == 0 || fm_clocknet_combine (cand, n, &m) < 0) {
+        *out = direct;
+        e->ref_view = direct;
+        if (!direct.valid) {
+            errno = EAGAIN;
+            return -1;
+        }
+        return 0;
+    }
+    if (n > 1) {
+        e->cnt.clock_combined++;
+    }
+    *out = (fm_clock_estimate_t){
+        .valid = true,
+        .why = "ok",
+        .at_ns = now_ns,
+        .offset_ns = llround (m.offset_ns),
+        .drift_ppb = m.drift_ppb,
+        .bound_ns = (int64_t)ceil (m.bound_ns),
+        .owd_ns = direct.valid ? direct.owd_ns : 0,
+        .owd_dir_ns = {direct.valid ? direct.owd_dir_ns[0] : 0,
+                       direct.valid ? direct.owd_dir_ns[1] : 0},
+        .drift_bound_ppb = m.drift_bound_ppb,
+        .samples = {samples[0], samples[1]},
+    };
+    e->ref_view = *out;
+    return 0;
 }

@@ -91,6 +91,7 @@ typedef struct {
     uint64_t clock_fallbacks; /* huygens estimates answered by the fit over all pairs */
     uint64_t sw_stamps;       /* receive stamps taken by the kernel */
     uint64_t boosts;          /* targets that went to the boost rate */
+    uint64_t clock_combined;  /* reference estimates combined over peers */
 } fm_engine_counters_t;
 
 /* Bind a UDP socket to addr (port 0 picks one) and enable timestamping.
@@ -177,5 +178,17 @@ int fm_engine_clock_estimate (fm_engine_t *e,
                               size_t i,
                               int64_t now_ns,
                               fm_clock_estimate_t *out);
+
+/* Our estimate of the job's reference clock, node 0 (theta = reference -
+ * local), at time now_ns of the engine's clock. Node 0 reads exactly 0. With
+ * huygens, the network effect: the combination of every target's estimate
+ * with that target's own estimate of the reference, carried by its replies
+ * (fm_clocknet_combine, doc/clock.md); naive: node 0's pairwise estimate.
+ * Each call also sets what our replies carry from then on. 0, or -1/EAGAIN
+ * with out->why.
+ */
+int fm_engine_reference_estimate (fm_engine_t *e,
+                                  int64_t now_ns,
+                                  fm_clock_estimate_t *out);
 
 #endif /* FM_AGENT_ENGINE_H */

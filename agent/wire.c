@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sodium.h>
 
@@ -63,6 +64,26 @@ static uint64_t get64 (const uint8_t *b)
     return ((uint64_t)get32 (b) << 32) | get32 (b + 4);
 }
 
+static void put_clock (uint8_t *b, const fm_probe_clock_t *c)
+{
+    put64 (b, (uint64_t)c->offset_ns);
+    put64 (b + 8, (uint64_t)c->drift_ppt);
+    put32 (b + 16, c->bound_ns);
+    put32 (b + 20, c->drift_bound_ppb);
+}
+
+static bool get_clock (const uint8_t *b, fm_probe_clock_t *c)
+{
+    c->offset_ns = (int64_t)get64 (b);
+    c->drift_ppt = (int64_t)get64 (b + 8);
+    c->bound_ns = get32 (b + 16);
+    c->drift_bound_ppb = get32 (b + 20);
+    return c->offset_ns >= -FM_PROBE_OFFSET_MAX_NS
+           && c->offset_ns <= FM_PROBE_OFFSET_MAX_NS
+           && c->drift_ppt >= -FM_PROBE_DRIFT_MAX_PPT
+           && c->drift_ppt <= FM_PROBE_DRIFT_MAX_PPT;
+}
+
 int fm_wire_encode (const fm_probe_t *p,
                     const uint8_t key[FM_PROBE_KEY_SIZE],
                     uint8_t buf[FM_PROBE_SIZE])
@@ -91,6 +112,15 @@ int fm_wire_encode (const fm_probe_t *p,
         put64 (buf + 56, p->rx_count);
         put64 (buf + 64, p->rx_reorder);
         put32 (buf + 72, p->req_epoch);
+        if (p->flags & (FM_PROBE_FLAG_REF | FM_PROBE_FLAG_EDGE)) {
+            put64 (buf + 80, (uint64_t)p->clock_at);
+        }
+        if (p->flags & FM_PROBE_FLAG_REF) {
+            put_clock (buf + 88, &p->ref);
+        }
+        if (p->flags & FM_PROBE_FLAG_EDGE) {
+            put_clock (buf + 112, &p->edge);
+        }
     }
     crypto_auth (buf + FM_PROBE_BODY_SIZE, buf, FM_PROBE_BODY_SIZE, key);
     return FM_PROBE_SIZE;
@@ -138,11 +168,26 @@ fm_wire_reason_t fm_wire_decode (const void *data,
         return FM_WIRE_BAD_FORMAT;
     }
     if (d.type == FM_PROBE_REQUEST || d.type == FM_PROBE_BYE) {
-        if (d.flags != 0 || !is_zero (buf + 32, 48)) {
+        if (d.flags != 0 || !is_zero (buf + 32, FM_PROBE_BODY_SIZE - 32)) {
             return FM_WIRE_BAD_FORMAT;
         }
     } else if (d.type != FM_PROBE_REPLY) {
         return FM_WIRE_BAD_FORMAT;
+    }
+    /* an estimate in range where its flag is set, nothing where it is not */
+    d.clock_at = (int64_t)get64 (buf + 80);
+    if ((!(d.flags & (FM_PROBE_FLAG_REF | FM_PROBE_FLAG_EDGE)) && d.clock_at != 0)
+        || ((d.flags & FM_PROBE_FLAG_REF) ? !get_clock (buf + 88, &d.ref)
+                                          : !is_zero (buf + 88, 24))
+        || ((d.flags & FM_PROBE_FLAG_EDGE) ? !get_clock (buf + 112, &d.edge)
+                                           : !is_zero (buf + 112, 24))) {
+        return FM_WIRE_BAD_FORMAT;
+    }
+    if (!(d.flags & FM_PROBE_FLAG_REF)) {
+        d.ref = (fm_probe_clock_t){0};
+    }
+    if (!(d.flags & FM_PROBE_FLAG_EDGE)) {
+        d.edge = (fm_probe_clock_t){0};
     }
     d.job_id = get64 (buf + 8);
     d.src_index = get16 (buf + 16);

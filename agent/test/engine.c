@@ -442,6 +442,98 @@ static void test_clock_naive (void **state)
     check_clock (FM_CLOCK_EST_NAIVE);
 }
 
+/* Three engines probing each other on virtual clocks, each asking for its
+ * reference estimate at the agent's refresh rate, so that the estimates its
+ * replies carry go round: nodes 1 and 2 combine their edges with each
+ * other's estimates of node 0; node 0 is the reference. The naive estimator
+ * stays pairwise.
+ */
+static void check_reference (fm_clock_est_type_t type)
+{
+    fm_engine_cfg_t cfg = {
+        .rate = 200,
+        .timeout_ns = 200 * 1000 * 1000,
+        .max_samples = 10000,
+        .estimator = type,
+    };
+    static const fm_vclock_params_t clocks[3] = {
+        {0},
+        {.offset_ns = 3000000, .drift_ppb = 25000},
+        {.offset_ns = -5000000, .drift_ppb = -30000},
+    };
+    fm_engine_t *e[3];
+    fm_node_t nodes[3];
+    uint16_t targets[3][2] = {{1, 2}, {0, 2}, {0, 1}};
+    fm_clock_estimate_t est;
+    fm_error_t err;
+
+    for (int i = 0; i < 3; i++) {
+        cfg.clock = clocks[i];
+        e[i] = create_on (&cfg, 0);
+    }
+    for (int i = 0; i < 3; i++) {
+        char name[8];
+        snprintf (name, sizeof (name), "n%d", i);
+        set_node (&nodes[i], name, fm_engine_port (e[i]));
+    }
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal (
+            fm_engine_start (e[i], 78, key, nodes, 3, (uint16_t)i, targets[i], 2, &err),
+            0);
+    }
+    assert_int_equal (fm_engine_reference_estimate (e[1], 0, &est), -1);
+    assert_int_equal (errno, EAGAIN);
+    assert_false (est.valid);
+    for (int step = 0; step < 12; step++) {
+        drive (e, 3, 250LL * 1000 * 1000);
+        for (int i = 0; i < 3; i++) {
+            fm_engine_reference_estimate (e[i], fm_engine_clock_now (e[i], NULL), &est);
+        }
+    }
+    assert_int_equal (
+        fm_engine_reference_estimate (e[0], fm_engine_clock_now (e[0], NULL), &est), 0);
+    assert_true (est.valid && est.offset_ns == 0 && est.bound_ns == 0);
+    for (int i = 1; i < 3; i++) {
+        int64_t host, now = fm_engine_clock_now (e[i], &host);
+        int64_t truth = fm_engine_clock_now (e[0], NULL) - now;
+        if (fm_engine_reference_estimate (e[i], now, &est) < 0) {
+            fail_msg ("node %d: no reference estimate: %s", i, est.why);
+        }
+        print_message ("# %s: node %d sees the reference %+jd ns (true %+jd) +- %jd, "
+                       "%.0f ppb; %ju combined\n",
+                       type == FM_CLOCK_EST_HUYGENS ? "huygens" : "naive",
+                       i,
+                       (intmax_t)est.offset_ns,
+                       (intmax_t)truth,
+                       (intmax_t)est.bound_ns,
+                       est.drift_ppb,
+                       (uintmax_t)fm_engine_counters (e[i])->clock_combined);
+        /* loopback on a shared machine: microseconds; a sign or a peer's
+         * estimate taken the wrong way round is off by milliseconds
+         */
+        assert_true (llabs (est.offset_ns - truth) < 10000);
+        assert_true (fabs (est.drift_ppb + clocks[i].drift_ppb) < 2000);
+        if (type == FM_CLOCK_EST_HUYGENS) {
+            assert_true (fm_engine_counters (e[i])->clock_combined > 0);
+        } else {
+            assert_int_equal (fm_engine_counters (e[i])->clock_combined, 0);
+        }
+    }
+    for (int i = 0; i < 3; i++) {
+        fm_engine_destroy (e[i]);
+    }
+}
+
+static void test_reference_huygens (void **state)
+{
+    check_reference (FM_CLOCK_EST_HUYGENS);
+}
+
+static void test_reference_naive (void **state)
+{
+    check_reference (FM_CLOCK_EST_NAIVE);
+}
+
 /* Once a clock estimate exists, a window's one-way delays are taken against
  * it, sample by sample. With B 25 ppm fast, the window's single min-RTT
  * offset (the fallback) is off by up to 25 us at the ends of a 2 s window,
@@ -764,6 +856,8 @@ int main (void)
         cmocka_unit_test (test_loopback_ipv6),
         cmocka_unit_test (test_clock_huygens),
         cmocka_unit_test (test_clock_naive),
+        cmocka_unit_test (test_reference_huygens),
+        cmocka_unit_test (test_reference_naive),
         cmocka_unit_test (test_owd_against_model),
     };
     return cmocka_run_group_tests (tests, setup, NULL);

@@ -21,7 +21,7 @@ static fm_probe_t sample_reply (void)
 {
     return (fm_probe_t){
         .type = FM_PROBE_REPLY,
-        .flags = FM_PROBE_FLAG_T3_HW,
+        .flags = FM_PROBE_FLAG_T3_HW | FM_PROBE_FLAG_REF | FM_PROBE_FLAG_EDGE,
         .job_id = 4294967294ULL,
         .src_index = 3,
         .dst_index = 1,
@@ -33,6 +33,15 @@ static fm_probe_t sample_reply (void)
         .rx_count = 42,
         .rx_reorder = 2,
         .req_epoch = 0xcafef00d,
+        .clock_at = 1764686400000000001LL,
+        .ref = {.offset_ns = -3000123,
+                .drift_ppt = -25000123456LL,
+                .bound_ns = 41,
+                .drift_bound_ppb = 17},
+        .edge = {.offset_ns = 5000000,
+                 .drift_ppt = FM_PROBE_DRIFT_MAX_PPT,
+                 .bound_ns = UINT32_MAX,
+                 .drift_bound_ppb = 0},
     };
 }
 
@@ -62,6 +71,9 @@ static void assert_probe_equal (const fm_probe_t *a, const fm_probe_t *b)
     assert_int_equal (a->rx_count, b->rx_count);
     assert_int_equal (a->rx_reorder, b->rx_reorder);
     assert_int_equal (a->req_epoch, b->req_epoch);
+    assert_int_equal (a->clock_at, b->clock_at);
+    assert_memory_equal (&a->ref, &b->ref, sizeof (a->ref));
+    assert_memory_equal (&a->edge, &b->edge, sizeof (a->edge));
 }
 
 static void test_roundtrip_reply (void **state)
@@ -86,9 +98,9 @@ static void test_layout (void **state)
 {
     fm_probe_t p = sample_reply ();
     uint8_t buf[FM_PROBE_SIZE];
-    static const uint8_t head[] = {'F',  'M',  'P',  'R',  1,    2, 0, 2, 0, 0,    0,
-                                   0,    0xff, 0xff, 0xff, 0xfe, 0, 3, 0, 1, 0xde, 0xad,
-                                   0xbe, 0xef, 1,    2,    3,    4, 5, 6, 7, 8};
+    static const uint8_t head[] = {
+        'F', 'M', 'P', 'R', 2,    2,    0,    14,   0, 0, 0, 0, 0xff, 0xff, 0xff, 0xfe,
+        0,   3,   0,   1,   0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5,    6,    7,    8};
     uint8_t tag[FM_PROBE_TAG_SIZE];
 
     fm_wire_encode (&p, key, buf);
@@ -99,6 +111,13 @@ static void test_layout (void **state)
     assert_int_equal (buf[64 + 7], 2);
     assert_int_equal (buf[72], 0xca);
     assert_int_equal (buf[75], 0x0d);
+    assert_int_equal (buf[80 + 7], 0x01);   /* clock_at */
+    assert_int_equal (buf[88], 0xff);       /* ref offset, negative */
+    assert_int_equal (buf[88 + 8], 0xff);   /* ref drift, negative */
+    assert_int_equal (buf[88 + 19], 41);    /* ref bound */
+    assert_int_equal (buf[88 + 23], 17);    /* ref drift bound */
+    assert_int_equal (buf[112 + 5], 0x4c);  /* edge offset 5000000 = 0x4c4b40 */
+    assert_int_equal (buf[112 + 16], 0xff); /* edge bound */
     crypto_auth (tag, buf, FM_PROBE_BODY_SIZE, key);
     assert_memory_equal (buf + FM_PROBE_BODY_SIZE, tag, sizeof (tag));
 }
@@ -183,11 +202,13 @@ static void test_rejects (void **state)
     assert_int_equal (fm_wire_decode (buf, FM_PROBE_SIZE, key, p.job_id, 1, &d),
                       FM_WIRE_BAD_MAGIC);
 
-    memcpy (buf, good, sizeof (good));
-    buf[4] = 2;
-    resign (buf);
-    assert_int_equal (fm_wire_decode (buf, FM_PROBE_SIZE, key, p.job_id, 1, &d),
-                      FM_WIRE_BAD_VERSION);
+    for (int v = 1; v <= 3; v += 2) {
+        memcpy (buf, good, sizeof (good));
+        buf[4] = (uint8_t)v;
+        resign (buf);
+        assert_int_equal (fm_wire_decode (buf, FM_PROBE_SIZE, key, p.job_id, 1, &d),
+                          FM_WIRE_BAD_VERSION);
+    }
 
     /* a flipped bit anywhere in body or tag breaks authentication */
     for (int i = 5; i < FM_PROBE_SIZE; i += 7) {
@@ -205,7 +226,7 @@ static void test_rejects (void **state)
     assert_int_equal (fm_wire_decode (buf, FM_PROBE_SIZE, key, p.job_id, 1, &d),
                       FM_WIRE_BAD_FORMAT);
     memcpy (buf, good, sizeof (good));
-    buf[7] = 4; /* an unknown flag */
+    buf[7] |= 0x10; /* an unknown flag */
     resign (buf);
     assert_int_equal (fm_wire_decode (buf, FM_PROBE_SIZE, key, p.job_id, 1, &d),
                       FM_WIRE_BAD_FORMAT);
@@ -216,6 +237,27 @@ static void test_rejects (void **state)
                       FM_WIRE_BAD_FORMAT);
     memcpy (buf, good, sizeof (good));
     buf[79] = 1; /* reserved tail */
+    resign (buf);
+    assert_int_equal (fm_wire_decode (buf, FM_PROBE_SIZE, key, p.job_id, 1, &d),
+                      FM_WIRE_BAD_FORMAT);
+    memcpy (buf, good, sizeof (good));
+    buf[7] &= ~FM_PROBE_FLAG_EDGE; /* an estimate without its flag */
+    resign (buf);
+    assert_int_equal (fm_wire_decode (buf, FM_PROBE_SIZE, key, p.job_id, 1, &d),
+                      FM_WIRE_BAD_FORMAT);
+    memcpy (buf, good, sizeof (good));
+    buf[7] = 0; /* a time of estimates without any */
+    memset (buf + 88, 0, 48);
+    resign (buf);
+    assert_int_equal (fm_wire_decode (buf, FM_PROBE_SIZE, key, p.job_id, 1, &d),
+                      FM_WIRE_BAD_FORMAT);
+    memcpy (buf, good, sizeof (good));
+    buf[112 + 15]++; /* the edge's drift just beyond its range */
+    resign (buf);
+    assert_int_equal (fm_wire_decode (buf, FM_PROBE_SIZE, key, p.job_id, 1, &d),
+                      FM_WIRE_BAD_FORMAT);
+    memcpy (buf, good, sizeof (good));
+    buf[88] = 0x7f; /* the reference offset beyond a day */
     resign (buf);
     assert_int_equal (fm_wire_decode (buf, FM_PROBE_SIZE, key, p.job_id, 1, &d),
                       FM_WIRE_BAD_FORMAT);

@@ -65,7 +65,7 @@ mc_exec fmn2 perl -e '
     use IO::Socket::INET;
     my $s = IO::Socket::INET->new (Proto => "udp", PeerAddr => $ARGV[0],
                                    PeerPort => $ARGV[1]) or die "socket: $!";
-    my @kinds = ("garbage", "x" x 112, "FMPR\x02" . ("\0" x 107), "FMPR\x01" . ("\0" x 107));
+    my @kinds = ("garbage", "x" x 168, "FMPR\x01" . ("\0" x 163), "FMPR\x02" . ("\0" x 163));
     for my $i (1 .. 500) {
         $s->send ($_) or die "send: $!" for @kinds;
         select (undef, undef, undef, 0.016);

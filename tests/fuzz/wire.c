@@ -35,6 +35,12 @@ int LLVMFuzzerInitialize (int *argc, char ***argv)
     return 0;
 }
 
+static bool clock_equal (const fm_probe_clock_t *a, const fm_probe_clock_t *b)
+{
+    return a->offset_ns == b->offset_ns && a->drift_ppt == b->drift_ppt
+           && a->bound_ns == b->bound_ns && a->drift_bound_ppb == b->drift_bound_ppb;
+}
+
 /* Field by field: struct padding is not part of the contract. */
 static bool probe_equal (const fm_probe_t *a, const fm_probe_t *b)
 {
@@ -42,7 +48,9 @@ static bool probe_equal (const fm_probe_t *a, const fm_probe_t *b)
            && a->src_index == b->src_index && a->dst_index == b->dst_index
            && a->epoch == b->epoch && a->seq == b->seq && a->t2 == b->t2
            && a->t3 == b->t3 && a->t3_seq == b->t3_seq && a->rx_count == b->rx_count
-           && a->rx_reorder == b->rx_reorder && a->req_epoch == b->req_epoch;
+           && a->rx_reorder == b->rx_reorder && a->req_epoch == b->req_epoch
+           && a->clock_at == b->clock_at && clock_equal (&a->ref, &b->ref)
+           && clock_equal (&a->edge, &b->edge);
 }
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
