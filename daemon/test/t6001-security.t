@@ -114,13 +114,15 @@ ok $? "root (a reporter) reads the job's probe key"
 
 # 30 requests with a wrong key, 30 with the job's key but for job 63 (outside
 # the job), all aimed at n1 (index 0) as if from n2; crypto_auth is
-# HMAC-SHA512-256.
-python3 - "$p1" "$key" <<'PY'
-import hashlib, hmac, os, socket, struct, sys
+# HMAC-SHA512-256. Version and size come from the wire format's header.
+python3 - "$p1" "$key" "$FM_TOP_SRCDIR/include/fm/probe.h" <<'PY'
+import hashlib, hmac, os, re, socket, struct, sys
 port, key = int(sys.argv[1]), bytes.fromhex(sys.argv[2])
+h = dict(re.findall(r"#define FM_PROBE_(VERSION|BODY_SIZE) (\d+)", open(sys.argv[3]).read()))
+version, body_size = int(h["VERSION"]), int(h["BODY_SIZE"])
 def probe(k, job, seq):
-    body = struct.pack(">IBBHQHHIQ", 0x464D5052, 1, 1, 0, job, 1, 0, 1, seq)
-    body += bytes(80 - len(body))
+    body = struct.pack(">IBBHQHHIQ", 0x464D5052, version, 1, 0, job, 1, 0, 1, seq)
+    body += bytes(body_size - len(body))
     return body + hmac.new(k, body, hashlib.sha512).digest()[:32]
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 for i in range(30):
