@@ -702,6 +702,9 @@ static void cmd_policy (const ctl_t *c)
          "auto_resume:",
          json_is_true (json_object_get (p, "auto_resume")) ? "yes" : "no");
     row (&t,
+         "auto_validate:",
+         json_is_true (json_object_get (p, "auto_validate")) ? "yes" : "no");
+    row (&t,
          "resume_windows:",
          fmt_int (json_object_get (p, "resume_windows"), v[3], 32));
     row (&t,

@@ -919,7 +919,7 @@ static json_t *state_build (fm_monitor_t *m, int64_t now, const fm_policy_params
     size_t total = m->topo ? fm_topo_nnodes (m->topo) : 0;
     size_t limit = (size_t)(pp->max_drain_fraction * (double)total);
     o = json_pack ("{s:I,s:I,s:I,s:b,s:s,s:s,s:I,s:I,s:o,s:o,s:o,"
-                   "s:{s:b,s:i,s:f,s:i,s:I,s:s,s:I,s:i,s:i},"
+                   "s:{s:b,s:b,s:i,s:f,s:i,s:I,s:s,s:I,s:i,s:i},"
                    "s:{s:I,s:I,s:I}}",
                    "window_ns",
                    (json_int_t)m->conf.window_ns,
@@ -946,6 +946,8 @@ static json_t *state_build (fm_monitor_t *m, int64_t now, const fm_policy_params
                    "policy",
                    "auto_resume",
                    pp->auto_resume,
+                   "auto_validate",
+                   m->conf.auto_validate,
                    "resume_windows",
                    pp->resume_windows,
                    "max_drain_fraction",
@@ -1616,13 +1618,6 @@ static void window_close (fm_monitor_t *m, int64_t end_ns)
     if (!m->act) {
         pp.dry_run = true;
     }
-    /* A node we drained goes back through its validation alone: healthy
-     * windows from the validation job's first seconds, or from the job that
-     * saw it fail, are not proof that the fault is gone.
-     */
-    if (m->conf.auto_validate && !pp.dry_run) {
-        pp.auto_resume = false;
-    }
     fm_policy_input_t in = {
         .nodes = pin,
         .nnodes = np,
@@ -1633,6 +1628,12 @@ static void window_close (fm_monitor_t *m, int64_t end_ns)
         .elems = pel,
         .nelems = nel,
         .now_ns = end_ns,
+        /* A node we drained goes back through its validation alone: healthy
+         * windows from the validation job's first seconds, or from the job
+         * that saw it fail (a low loss shows no loss in some windows), are
+         * not proof that the fault is gone.
+         */
+        .resume_by_validation = m->conf.auto_validate && !pp.dry_run,
     };
     if (fm_policy_decide (m->pol, &in, &out) < 0) {
         fm_warn ("policy: %s", strerror (errno));

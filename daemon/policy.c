@@ -651,7 +651,7 @@ int fm_policy_decide (fm_policy_t *pol,
                 }
                 m->weight_set = false;
             }
-            if (m->drained && p->auto_resume) {
+            if (m->drained && p->auto_resume && !in->resume_by_validation) {
                 fm_action_t *a = act_add (pol, out, FM_ACT_RESUME, n->name);
                 if (!a) {
                     return -1;

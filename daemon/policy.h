@@ -87,6 +87,9 @@ typedef struct {
     const fm_policy_elem_t *elems;
     size_t nelems;
     int64_t now_ns;
+    /* Drained nodes go back through fabricd's validation alone: no RESUME,
+     * whatever auto_resume says (weights are still restored). */
+    bool resume_by_validation;
 } fm_policy_input_t;
 
 typedef enum {

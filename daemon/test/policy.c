@@ -101,6 +101,53 @@ static void test_drain_resume (void **state)
     fm_policy_destroy (pol);
 }
 
+/* With validation in charge of resuming, the policy drains and restores
+ * weights but never resumes a node it drained, however long it looks healthy.
+ */
+static void test_resume_by_validation (void **state)
+{
+    fm_policy_t *pol = make (NULL);
+    fm_policy_output_t out = {0};
+    fm_policy_node_t nodes[2] = {failed ("n1"), failed ("slow1")};
+    fm_policy_input_t in = {
+        .nodes = nodes,
+        .nnodes = 2,
+        .total_nodes = 100,
+        .now_ns = 10 * S,
+        .resume_by_validation = true,
+    };
+
+    nodes[1].state = FM_STATE_DEGRADED;
+    nodes[1].cls = "delay";
+    nodes[1].weight = 10;
+    assert_int_equal (fm_policy_decide (pol, &in, &out), 0);
+    assert_int_equal (out.nactions, 2);
+    assert_int_equal (out.actions[0].kind, FM_ACT_DRAIN);
+    assert_int_equal (out.actions[1].kind, FM_ACT_SET_WEIGHT);
+    int64_t raised = out.actions[1].weight;
+    nodes[0] = healthy ("n1", 1000);
+    nodes[0].drained = true;
+    nodes[0].reason = "fabric: loss: tx loss";
+    nodes[1] = healthy ("slow1", 1000);
+    nodes[1].weight = raised;
+    in.now_ns = 20 * S;
+    assert_int_equal (fm_policy_decide (pol, &in, &out), 0);
+    assert_int_equal (out.nactions, 1);
+    assert_int_equal (out.actions[0].kind, FM_ACT_SET_WEIGHT);
+    assert_string_equal (out.actions[0].node, "slow1");
+    assert_int_equal (out.actions[0].weight, 10);
+    /* the same node, the same windows: without validation it is resumed */
+    in.now_ns = 30 * S;
+    in.resume_by_validation = false;
+    nodes[1].weight = 10;
+    assert_int_equal (fm_policy_decide (pol, &in, &out), 0);
+    assert_int_equal (out.nactions, 1);
+    assert_int_equal (out.actions[0].kind, FM_ACT_RESUME);
+    assert_string_equal (out.actions[0].node, "n1");
+    fm_policy_output_free (&out);
+    fm_policy_destroy (pol);
+}
+
 /* Nodes drained or annotated by anyone else are never touched. */
 static void test_foreign (void **state)
 {
@@ -412,6 +459,7 @@ int main (void)
         cmocka_unit_test (test_foreign),
         cmocka_unit_test (test_resume_only_ours),
         cmocka_unit_test (test_auto_resume_off),
+        cmocka_unit_test (test_resume_by_validation),
         cmocka_unit_test (test_weight),
         cmocka_unit_test (test_protect),
         cmocka_unit_test (test_action_failed),

@@ -3,7 +3,8 @@
 # Copyright (C) 2026 The fabric-monitor authors
 #
 # Validate-before-resume on a 5-node minicluster: loss on a node of a
-# monitored job -> fabricd drains it. Once no job observes it, fabricd holds
+# monitored job -> fabricd drains it. Healthy windows of that job, the fault
+# cleared meanwhile, do not resume it. Once no job observes it, fabricd holds
 # it in a reservation with idle healthy peers and runs a validation job
 # (monitored, fabric-check against the peers). With the fault still present
 # the validation fails and the node stays drained, and `fabricctl explain`
@@ -17,7 +18,7 @@ mc_require
 command -v jq >/dev/null || plan_skip_all "jq is not installed"
 [ -x "$FM_BUILDDIR/agent/fabric-check" ] \
     || plan_skip_all "fabric-check not built (configure found no PMIx)"
-plan 18
+plan 22
 
 conf=$(mktemp)
 trap 'rm -f "$conf"' RETURN
@@ -31,9 +32,13 @@ EOF
 mc_up --nodes 5 --fabricd-conf "$conf"
 ok $? "minicluster up with 5 nodes" || exit 1
 rm -f "$conf"
+is "$(fm_get /v1/fabric | jq -c '.policy | [.auto_resume, .auto_validate]')" "[true,true]" \
+    "GET /v1/fabric: auto_resume and auto_validate as configured"
 export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$FM_SRCDIR/tests/system/pmix-lsan.supp"
 
 ctl () { mc_exec ctl "$FM_BUILDDIR/cli/fabricctl" -u "$FM_DAEMON_URL" -m "$FM_MUNGE_SOCKET" "$@"; }
+ctl policy | grep -Eq '^auto_validate: +yes$'
+ok $? "fabricctl policy shows auto_validate"
 # validate records of NODE with RESULT, oldest first, as JSON lines
 validations () {
     fm_get "/v1/actions?node=$1" \
@@ -42,15 +47,27 @@ validations () {
 has_validation () { [ -n "$(validations "$1" "$2")" ]; }
 fabric_reason () { case $(mc_node_reason "$1") in fabric:*) return 0 ;; esac; return 1; }
 no_reservation () { ! mc_exec ctl scontrol -o show reservation 2>/dev/null | grep -q "fm-validate-$1"; }
+# resume records of NODE, counted
+resumes () { fm_get "/v1/actions?node=$1" | jq '[.actions[] | select(.kind == "resume")] | length'; }
 bad=fmn2
 
-id=$(mc_sbatch -N3 -w fmn[1-3] -o obs-%j.out --fabric-monitor --wrap 'sleep 30')
+id=$(mc_sbatch -N3 -w fmn[1-3] -o obs-%j.out --fabric-monitor --wrap 'sleep 50')
 mc_wait_job "$id" RUNNING 30
 fm_wait_agents "$id" 3 30
 sleep 6 # clean windows first
 mc fault add "$bad" loss 3
 mc_wait_until 30 fabric_reason "$bad"
 ok $? "$bad drained with a fabric: reason: $(mc_node_reason "$bad")"
+# The job that saw the fault runs on; with the fault gone its windows turn
+# healthy (recover_windows + resume_windows = 6 windows, 12 s), and a loss this
+# low also leaves whole windows without a lost probe: neither resumes the node,
+# only a validation does.
+mc fault clear
+sleep 18
+is "$(resumes "$bad")" 0 "healthy windows of the job that saw the fault do not resume $bad"
+mc_node_state "$bad" | grep -q DRAIN
+ok $? "it stays drained while that job runs ($(mc_node_state "$bad"))"
+mc fault add "$bad" loss 3
 mc_wait_job "$id" COMPLETED 60
 ok $? "the monitored job completes"
 
