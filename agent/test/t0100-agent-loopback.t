@@ -117,7 +117,9 @@ agent n2 "$p2" --clock-offset 2000000 --clock-drift-ppb 20000 \
 sleep 4.5
 # Job time on n2 from its page (libfmclock): its clock runs 2 ms ahead and
 # 20 ppm fast, n1's is the reference, and n1 shares our host clock: job time
-# is host time to within the published bound.
+# is host time to within the published bound. Host time is read before and
+# after, so a reader descheduled on a loaded machine widens the interval the
+# check allows, never the bound's.
 # a sanitizer build's library needs its runtime loaded first
 lib=$FM_BUILDDIR/lib/.libs/libfmclock.so
 preload=$(ldd "$lib" | awk '/lib(a|ub)san/ { printf "%s ", $3 }')
@@ -130,15 +132,19 @@ class ts(ctypes.Structure):
     _fields_ = [("s", ctypes.c_long), ("ns", ctypes.c_long)]
 c = lib.fm_clock_open(sys.argv[2].encode())
 t, b = ts(), ctypes.c_uint64()
-if not c or lib.fm_clock_now(c, ctypes.byref(t), ctypes.byref(b)) != 0:
+if not c:
     print("none"); sys.exit(0)
-host = time.clock_gettime_ns(time.CLOCK_REALTIME)
-print(t.s * 1000000000 + t.ns - host, b.value)
+before = time.clock_gettime_ns(time.CLOCK_REALTIME)
+if lib.fm_clock_now(c, ctypes.byref(t), ctypes.byref(b)) != 0:
+    print("none"); sys.exit(0)
+after = time.clock_gettime_ns(time.CLOCK_REALTIME)
+job = t.s * 1000000000 + t.ns
+print(job - before, after - job, b.value)
 PY
 )
-diag "n2's page: job time - host time, bound: $page"
-ok "$(echo "$page" | awk '{ d = $1 < 0 ? -$1 : $1; exit !(NF == 2 && $2 > 0 && $2 < 100000 && d <= $2 + 20000) }'; echo $?)" \
-    "libfmclock on n2 reads job time: host time within its bound (plus the read)"
+diag "n2's page: job time - host before, host after - job time, bound: $page"
+ok "$(echo "$page" | awk '{ exit !(NF == 3 && $3 > 0 && $3 < 100000 && $1 >= -$3 && $2 >= -$3) }'; echo $?)" \
+    "libfmclock on n2 reads job time: between host time before and after, within its bound"
 
 # garbage at n1's probe port: counted and logged once, not per datagram
 python3 - "$p1" <<'PY'
