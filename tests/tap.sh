@@ -5,6 +5,7 @@
 #   is GOT WANT DESCRIPTION
 #   diag MESSAGE...
 #   done_testing                        (when no plan was given)
+#   median < NUMBERS                    (one per line; prints "" for none)
 # The script exits non-zero when any test failed.
 
 tap_n=0
@@ -42,6 +43,11 @@ is () {
 }
 
 skip () { tap_n=$((tap_n + 1)); echo "ok $tap_n # SKIP $*"; }
+
+median () {
+    sort -g | awk '{ v[NR] = $1 }
+        END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
 
 done_testing () {
     [ -n "$tap_planned" ] || echo "1..$tap_n"

@@ -133,11 +133,13 @@ mc_ping_loss () {
         | sed -n 's/.* \([0-9.]*\)% packet loss.*/\1/p'
 }
 
-# Average RTT in ms of COUNT pings.
+# Median RTT in ms of COUNT pings ("" when none came back). The median, not
+# the mean: on a loaded machine one reply held up by a descheduled fm-delayq
+# or ping moves the mean by milliseconds.
 mc_ping_rtt () {
     local from=$1 to=$2 count=$3 interval=$4
-    mc exec "$from" ping -q -n -c "$count" -i "$interval" -W 1 "$to" 2>/dev/null \
-        | sed -n 's|^rtt [^=]*= [0-9.]*/\([0-9.]*\)/.*|\1|p'
+    mc exec "$from" ping -n -c "$count" -i "$interval" -W 1 "$to" 2>/dev/null \
+        | sed -n 's/.* time=\([0-9.]*\) ms$/\1/p' | median
 }
 
 # True when X (a decimal) lies within [LO, HI].
