@@ -395,7 +395,7 @@ conclude (const opts_t *o, endpoint_t *ep, uint32_t size, char **vals, double el
         fprintf (stderr, "fabric-check: cannot judge: %s\n", strerror (errno));
         goto out;
     }
-    fm_check_sort (r, n);
+    fm_check_verdict_sort (r, n);
     if (jobid) {
         job_id = strtoll (jobid, NULL, 10);
         if (job_id < 1 || job_id > FM_API_JOB_ID_MAX) {

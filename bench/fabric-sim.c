@@ -23,7 +23,7 @@
 #include "policy.h"
 #include "scenario.h"
 #include "score.h"
-#include "topology.h"
+#include "topo.h"
 
 #define NS 1000000000.0
 

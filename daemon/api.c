@@ -502,7 +502,7 @@ static void handle (fm_daemon_t *d,
         status (d, resp);
         break;
     case R_AGENTS:
-        fm_rdv_register (d, req, &ident, resp);
+        fm_rendezvous_register (d, req, &ident, resp);
         break;
     case R_REPORTS:
         reports (d, req, resp);
@@ -517,7 +517,7 @@ static void handle (fm_daemon_t *d,
         fm_jobs_get (d, req, &ident, job_id, resp);
         break;
     case R_JOB_PEERS:
-        fm_rdv_peers (d, req, &ident, job_id, resp);
+        fm_rendezvous_peers (d, req, &ident, job_id, resp);
         break;
     case R_JOB_SUMMARY:
         fm_jobs_summary (d, req, &ident, job_id, resp);

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "dconf.h"
+#include "idlist.h"
 #include "error.h"
 
 /* Server side of request authentication (doc/api.md "Authentication"). */

@@ -11,7 +11,7 @@
 
 #include "fm/api.h"
 #include "timeutil.h"
-#include "../agent/check_verdict.h"
+#include "check_verdict.h"
 #include "checks.h"
 #include "store.h"
 
@@ -349,7 +349,7 @@ int fm_checks_add (fm_checks_t *c,
     json_decref (o);
     /* indices come from our own table: the verdict cannot refuse them */
     (void)fm_check_verdict (e->pairs, e->npairs, e->nnodes, e->ref, e->nodes, &sum);
-    fm_check_sort (e->pairs, e->npairs);
+    fm_check_verdict_sort (e->pairs, e->npairs);
     e->received_ns = now_ns;
     e->uid = uid;
     e->trusted = trusted;

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "topology.h"
+#include "topo.h"
 
 /* Fault localization over the topology: pure computation, no I/O.
  *

@@ -27,6 +27,7 @@
 #include "api.h"
 #include "arena.h"
 #include "dconf.h"
+#include "idlist.h"
 #include "http.h"
 #include "monitor.h"
 #include "checks.h"

@@ -24,7 +24,7 @@
 #include "log.h"
 #include "monitor.h"
 #include "timeutil.h"
-#include "topology.h"
+#include "topo.h"
 
 /* Records waiting for the next window; past this, records are dropped and
  * counted rather than growing without bound while the loop is stuck in Slurm.

@@ -74,7 +74,7 @@ nomem:
     return NULL;
 }
 
-void fm_rdv_register (fm_daemon_t *d,
+void fm_rendezvous_register (fm_daemon_t *d,
                       const fm_request_t *req,
                       const fm_ident_t *id,
                       fm_response_t *resp)
@@ -142,7 +142,7 @@ void fm_rdv_register (fm_daemon_t *d,
     fm_api_json (resp, created ? 201 : 200, o);
 }
 
-void fm_rdv_peers (fm_daemon_t *d,
+void fm_rendezvous_peers (fm_daemon_t *d,
                    const fm_request_t *req,
                    const fm_ident_t *id,
                    int64_t job_id,

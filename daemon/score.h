@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "localize.h"
-#include "topology.h"
+#include "topo.h"
 
 /* Scoring: per directed link and window, evidence from one-way delay inflation
  * against a learned baseline, loss, probe failures, clock loop residuals and

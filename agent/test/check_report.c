@@ -104,7 +104,7 @@ static void test_table (void **state)
 
     results (r);
     assert_int_equal (fm_check_verdict (r, 6, 6, NULL, nodes, &s), 0);
-    fm_check_sort (r, 6);
+    fm_check_verdict_sort (r, 6);
     assert_non_null (f = open_memstream (&buf, &len));
     fm_check_print_table (f, FM_CHECK_QUICK, names, 6, r, 6, nodes, &s, 1.5);
     fclose (f);

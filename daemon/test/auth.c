@@ -14,7 +14,7 @@
 
 #include "auth.h"
 #include "authcred.h"
-#include "dconf.h"
+#include "idlist.h"
 
 static void test_payload (void **state)
 {

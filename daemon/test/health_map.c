@@ -16,7 +16,7 @@
 #include "health_map.h"
 #include "report.h"
 #include "score.h"
-#include "topology.h"
+#include "topo.h"
 
 /* The window health types of doc/health.md: fabricd's validation of each
  * (report.c), what fm_health_map makes of them, and what scoring does with

@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "localize.h"
-#include "topology.h"
+#include "topo.h"
 
 /* 4 leaves of 4 nodes (n0..n15), 2 spines; every node probes every other. */
 #define NN 16

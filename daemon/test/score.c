@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "score.h"
-#include "topology.h"
+#include "topo.h"
 
 #define W_NS 5000000000LL
 #define PROBES 50

@@ -9,6 +9,7 @@
 
 #include "conf.h"
 #include "dconf.h"
+#include "idlist.h"
 #include "fuzz.h"
 
 /* Config text (lib/conf.c) against two tables: fabricd's own and one with every

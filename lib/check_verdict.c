@@ -142,7 +142,7 @@ static int cmp_worst (const void *x, const void *y)
     return (a->b > b->b) - (a->b < b->b);
 }
 
-void fm_check_sort (fm_check_result_t *r, size_t n)
+void fm_check_verdict_sort (fm_check_result_t *r, size_t n)
 {
     qsort (r, n, sizeof (*r), cmp_worst);
 }

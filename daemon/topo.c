@@ -11,7 +11,7 @@
 #include <strings.h>
 
 #include "hostlist.h"
-#include "topology.h"
+#include "topo.h"
 
 /* Open-addressing map from a string (owned elsewhere) to an index. */
 typedef struct {

@@ -1,18 +1,13 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later
  * Copyright (C) 2026 The fabric-monitor authors
  */
-#ifndef FM_DCONF_H
-#define FM_DCONF_H
+#ifndef FM_IDLIST_H
+#define FM_IDLIST_H
 
 #include <stdbool.h>
 #include <stddef.h>
-#include <sys/types.h>
 
-#include "conf.h"
 #include "error.h"
-
-/* fabricd's configuration table (doc: etc/fabricd.conf). */
-extern const fm_conf_item_t fm_dconf_table[];
 
 /* A list of ids resolved from "name, 123, other" (user or group names). */
 typedef struct {
@@ -26,4 +21,4 @@ typedef struct {
 int fm_idlist_parse (const char *s, bool groups, fm_idlist_t *out, fm_error_t *err);
 bool fm_idlist_has (const fm_idlist_t *l, unsigned int id);
 
-#endif /* FM_DCONF_H */
+#endif /* FM_IDLIST_H */

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "topology.h"
+#include "topo.h"
 
 static void test_conf (void **state)
 {

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later
  * Copyright (C) 2026 The fabric-monitor authors
  */
-#ifndef FM_TOPOLOGY_H
-#define FM_TOPOLOGY_H
+#ifndef FM_TOPO_H
+#define FM_TOPO_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -73,4 +73,4 @@ int fm_topo_uplink_find (const fm_topo_t *t, int leaf, int spine);
 int fm_topo_uplink_leaf (const fm_topo_t *t, int uplink);
 int fm_topo_uplink_spine (const fm_topo_t *t, int uplink);
 
-#endif /* FM_TOPOLOGY_H */
+#endif /* FM_TOPO_H */

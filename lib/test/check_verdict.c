@@ -53,7 +53,7 @@ static void test_slow_node_quick (void **state)
     assert_false (nodes[1].slow);
     assert_int_equal (s.nslow_nodes, 1);
     assert_int_equal (s.nfailed_nodes, 0);
-    fm_check_sort (r, 4);
+    fm_check_verdict_sort (r, 4);
     /* worst first: the 990 kbit/s pair, then the 1 Mbit/s one */
     assert_int_equal (r[0].a, 0);
     assert_int_equal (r[0].b, 3);
@@ -78,7 +78,7 @@ static void test_failed_first (void **state)
     assert_int_equal (fm_check_verdict (r, 3, 3, NULL, nodes, &s), 0);
     assert_true (isinf (r[2].badness));
     assert_false (r[2].slow);
-    fm_check_sort (r, 3);
+    fm_check_verdict_sort (r, 3);
     assert_false (r[0].ok);
     assert_int_equal (r[1].bw_bps, 1000000);
     /* one failed pair of two: not failed */

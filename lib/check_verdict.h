@@ -66,6 +66,6 @@ int fm_check_verdict (fm_check_result_t *r,
 /* Order judged results worst first: failed pairs, then by badness, ties by
  * node indices.
  */
-void fm_check_sort (fm_check_result_t *r, size_t n);
+void fm_check_verdict_sort (fm_check_result_t *r, size_t n);
 
 #endif /* FM_CHECK_VERDICT_H */
