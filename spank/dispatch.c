@@ -12,7 +12,7 @@
  *
  * Contexts and what happens there:
  *   local (srun), allocator (sbatch, salloc): --fabric-monitor is parsed and
- *     a bad value refused (option callback, common.c);
+ *     a bad value refused (option callback, plugin.c);
  *   job_script (slurmd prolog/epilog, PrologFlags=Alloc required): the
  *     agent is started and stopped, the summary appended (job_script.c);
  *   remote (slurmstepd): task environment, output path (remote.c).
@@ -32,7 +32,7 @@ int slurm_spank_init (spank_t sp, int ac, char **av)
     case S_CTX_ALLOCATOR:
     case S_CTX_REMOTE:
     case S_CTX_JOB_SCRIPT:
-        return fm_spank_setup (sp, ac, av);
+        return fm_plugin_setup (sp, ac, av);
     default:
         return 0;
     }
@@ -42,8 +42,8 @@ int slurm_spank_job_prolog (spank_t sp, int ac, char **av)
 {
     switch (spank_context ()) {
     case S_CTX_JOB_SCRIPT:
-        fm_spank_setup_conf (ac, av);
-        return fm_spank_job_prolog (sp);
+        fm_plugin_setup_conf (ac, av);
+        return fm_spank_job_script_prolog (sp);
     default:
         return 0;
     }
@@ -73,8 +73,8 @@ int slurm_spank_job_epilog (spank_t sp, int ac, char **av)
 {
     switch (spank_context ()) {
     case S_CTX_JOB_SCRIPT:
-        fm_spank_setup_conf (ac, av);
-        return fm_spank_job_epilog (sp);
+        fm_plugin_setup_conf (ac, av);
+        return fm_spank_job_script_epilog (sp);
     default:
         return 0;
     }

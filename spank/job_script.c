@@ -70,8 +70,8 @@ static int get_job (spank_t sp, job_t *job)
         }
         job->gid = pw->pw_gid;
     }
-    if (fm_spank_nodedir (job->node, job->nodedir, sizeof (job->nodedir)) < 0
-        || fm_spank_jobdir (job->node, job->job_id, job->jobdir, sizeof (job->jobdir))
+    if (fm_plugin_nodedir (job->node, job->nodedir, sizeof (job->nodedir)) < 0
+        || fm_plugin_jobdir (job->node, job->job_id, job->jobdir, sizeof (job->jobdir))
                < 0) {
         fm_spank_err (
             "job %u: unusable state directory for node %s", job->job_id, job->node);
@@ -147,7 +147,7 @@ static int prepare_dirs (const job_t *job, fm_error_t *err)
     return 0;
 }
 
-int fm_spank_job_prolog (spank_t sp)
+int fm_spank_job_script_prolog (spank_t sp)
 {
     fm_request_t req;
     job_t job;
@@ -166,7 +166,7 @@ int fm_spank_job_prolog (spank_t sp)
     if (!nodes) {
         nodes = getenv ("SLURM_NODELIST");
     }
-    req = fm_spank_request (sp);
+    req = fm_plugin_request (sp);
     if (req.mode == FM_MODE_OFF) {
         return 0;
     }
@@ -215,7 +215,7 @@ int fm_spank_job_prolog (spank_t sp)
     argv[ac++] = "--statedir";
     argv[ac++] = job.jobdir;
     argv[ac++] = "--mode";
-    argv[ac++] = (char *)fm_mode_name (req.mode);
+    argv[ac++] = (char *)fm_opts_mode_name (req.mode);
     if (fm_plugin.conf.munge_socket[0]) {
         argv[ac++] = "--munge-socket";
         argv[ac++] = fm_plugin.conf.munge_socket;
@@ -230,7 +230,7 @@ int fm_spank_job_prolog (spank_t sp)
         argv[ac++] = rate;
     }
     argv[ac] = NULL;
-    if ((pid = fm_spawn_detached (argv, pidfile, logfile, &err)) < 0) {
+    if ((pid = fm_proc_spawn_detached (argv, pidfile, logfile, &err)) < 0) {
         fm_spank_err ("job %u: %s; not monitored", job.job_id, err.text);
         goto fail;
     }
@@ -238,7 +238,7 @@ int fm_spank_job_prolog (spank_t sp)
                    job.job_id,
                    (int)pid,
                    job.node,
-                   fm_mode_name (req.mode));
+                   fm_opts_mode_name (req.mode));
     return 0;
 fail:
     return fm_plugin.conf.failonerror ? -1 : 0;
@@ -312,7 +312,7 @@ static void append_summary (const job_t *job)
     }
     argv[ac] = NULL;
     /* with the job user's identity only: the path came from the user */
-    rc = fm_run_as (job->uid, job->gid, argv, SUMMARY_TIMEOUT_NS, &err);
+    rc = fm_proc_run_as (job->uid, job->gid, argv, SUMMARY_TIMEOUT_NS, &err);
     if (rc < 0) {
         fm_spank_verbose ("job %u: summary: %s", job->job_id, err.text);
     } else if (rc != 0) {
@@ -323,7 +323,7 @@ static void append_summary (const job_t *job)
     }
 }
 
-int fm_spank_job_epilog (spank_t sp)
+int fm_spank_job_script_epilog (spank_t sp)
 {
     job_t job;
     fm_error_t err;

@@ -18,7 +18,7 @@ static const char *mode_names[] = {
     [FM_MODE_PROTECT] = "protect",
 };
 
-const char *fm_mode_name (fm_mode_t mode)
+const char *fm_opts_mode_name (fm_mode_t mode)
 {
     return (unsigned)mode <= FM_MODE_PROTECT ? mode_names[mode] : "?";
 }
@@ -34,7 +34,7 @@ static int mode_parse (const char *s, fm_mode_t *mode)
     return -1;
 }
 
-int fm_request_parse (const char *arg, fm_request_t *req, fm_error_t *err)
+int fm_opts_request_parse (const char *arg, fm_request_t *req, fm_error_t *err)
 {
     char buf[ARG_MAX_LEN + 1], *save = NULL, *tok;
     fm_request_t r = {.mode = FM_MODE_OBSERVE};
@@ -109,7 +109,7 @@ static int set_str (char *dst,
     return 0;
 }
 
-int fm_spank_conf_parse (int ac, char **av, fm_spank_conf_t *conf, fm_error_t *err)
+int fm_opts_conf_parse (int ac, char **av, fm_spank_conf_t *conf, fm_error_t *err)
 {
     fm_spank_conf_t c = {.def = FM_MODE_OFF};
 

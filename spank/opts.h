@@ -41,16 +41,16 @@ typedef struct {
     bool failonerror;      /* prolog failures fail the job (and drain the node) */
 } fm_spank_conf_t;
 
-const char *fm_mode_name (fm_mode_t mode);
+const char *fm_opts_mode_name (fm_mode_t mode);
 
 /* Parse the option argument (NULL or "" means observe). "MODE",
  * "MODE,rate=N", "rate=N" (observe). -1/EINVAL with a message for the user.
  */
-int fm_request_parse (const char *arg, fm_request_t *req, fm_error_t *err);
+int fm_opts_request_parse (const char *arg, fm_request_t *req, fm_error_t *err);
 
 /* Parse plugstack arguments into conf (defaults first). Unknown or bad
  * arguments: -1/EINVAL with err naming the argument; conf is then unchanged.
  */
-int fm_spank_conf_parse (int ac, char **av, fm_spank_conf_t *conf, fm_error_t *err);
+int fm_opts_conf_parse (int ac, char **av, fm_spank_conf_t *conf, fm_error_t *err);
 
 #endif /* FM_SPANK_OPTS_H */

@@ -336,7 +336,7 @@ int fm_spank_precheck_task (spank_t sp, const fm_request_t *req)
              rc < 0 ? errno : rc);
         return 0;
     }
-    if (fm_spank_request (sp).mode != FM_MODE_PROTECT) {
+    if (fm_plugin_request (sp).mode != FM_MODE_PROTECT) {
         out ("fabric-monitor: precheck found bad nodes: %s; the job goes on "
              "(with protect it would be requeued without them)\n",
              bad);

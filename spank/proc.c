@@ -168,7 +168,7 @@ fail:
     _exit (127);
 }
 
-pid_t fm_spawn_detached (char *const argv[],
+pid_t fm_proc_spawn_detached (char *const argv[],
                          const char *pidfile,
                          const char *logfile,
                          fm_error_t *err)
@@ -311,7 +311,7 @@ int fm_proc_stop (const char *pidfile,
     return ret;
 }
 
-int fm_run_as (
+int fm_proc_run_as (
     uid_t uid, gid_t gid, char *const argv[], int64_t timeout_ns, fm_error_t *err)
 {
     pid_t pid;

@@ -22,7 +22,7 @@
  * (created exclusively, mode 0644) before exec. Returns the pid once exec
  * succeeded, or -1/errno with err (pidfile removed again).
  */
-pid_t fm_spawn_detached (char *const argv[],
+pid_t fm_proc_spawn_detached (char *const argv[],
                          const char *pidfile,
                          const char *logfile,
                          fm_error_t *err);
@@ -63,7 +63,7 @@ int fm_proc_stop (const char *pidfile,
  * SIGKILL). Returns the exit status (0..255), 128+signal, or -1/errno.
  * The privileges are dropped in the child only, irrevocably, before exec.
  */
-int fm_run_as (
+int fm_proc_run_as (
     uid_t uid, gid_t gid, char *const argv[], int64_t timeout_ns, fm_error_t *err);
 
 #endif /* FM_SPANK_PROC_H */

@@ -19,7 +19,7 @@
 
 int fm_spank_remote_user_init (spank_t sp)
 {
-    fm_request_t req = fm_spank_request (sp);
+    fm_request_t req = fm_plugin_request (sp);
     uint32_t job_id;
     char url[512];
 
@@ -32,7 +32,7 @@ int fm_spank_remote_user_init (spank_t sp)
     snprintf (
         url, sizeof (url), "%s/v1/jobs/%u/summary", fm_plugin.conf.daemon, job_id);
     if (spank_setenv (sp, "FABRIC_MONITOR", "1", 1) != ESPANK_SUCCESS
-        || spank_setenv (sp, "FABRIC_MONITOR_MODE", fm_mode_name (req.mode), 1)
+        || spank_setenv (sp, "FABRIC_MONITOR_MODE", fm_opts_mode_name (req.mode), 1)
                != ESPANK_SUCCESS
         || spank_setenv (sp, "FABRIC_MONITOR_SUMMARY", url, 1) != ESPANK_SUCCESS
         /* for fabric-check run as a step: where to post, with what */
@@ -51,7 +51,7 @@ int fm_spank_remote_user_init (spank_t sp)
 
 int fm_spank_remote_task_init (spank_t sp)
 {
-    fm_request_t req = fm_spank_request (sp);
+    fm_request_t req = fm_plugin_request (sp);
     uint32_t job_id, step_id, task_id;
     char dir[512], file[600], target[4096], node[64];
     ssize_t n;
@@ -74,7 +74,7 @@ int fm_spank_remote_task_init (spank_t sp)
     }
     target[n] = '\0';
     if (spank_getenv (sp, "SLURMD_NODENAME", node, sizeof (node)) != ESPANK_SUCCESS
-        || fm_spank_jobdir (node, job_id, dir, sizeof (dir)) < 0) {
+        || fm_plugin_jobdir (node, job_id, dir, sizeof (dir)) < 0) {
         return 0;
     }
     /* We run as the job's user here, in the directory the prolog made for

@@ -102,7 +102,7 @@ int fm_spank_steer_task (spank_t sp)
 
     if (spank_get_item (sp, S_JOB_ID, &job_id) != ESPANK_SUCCESS
         || spank_getenv (sp, "SLURMD_NODENAME", node, sizeof (node)) != ESPANK_SUCCESS
-        || fm_spank_jobdir (node, job_id, dir, sizeof (dir)) < 0) {
+        || fm_plugin_jobdir (node, job_id, dir, sizeof (dir)) < 0) {
         return 0;
     }
     snprintf (path, sizeof (path), "%s/" FM_SPANK_STEER_FILE, dir);

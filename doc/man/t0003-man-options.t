@@ -41,7 +41,7 @@ compare fabricctl "$m/fabricctl.1" "$b/cli/fabricctl"
 compare fabric-agent "$m/fabric-agent.8" "$b/agent/fabric-agent"
 compare fabric-check "$m/fabric-check.1" "$b/agent/fabric-check"
 
-src=$(sed -n '/^int fm_spank_conf_parse/,/^}/p' "$FM_TOP_SRCDIR/spank/opts.c" \
+src=$(sed -n '/^int fm_opts_conf_parse/,/^}/p' "$FM_TOP_SRCDIR/spank/opts.c" \
     | grep -o '"[a-z_]*="\|"failonerror"' | tr -d '"=' | sort -u)
 doc=$(awk '/^\.SH PLUGSTACK ARGUMENTS/ { on = 1; next } /^\.SH / { on = 0 }
            on && prev == ".TP" { print } { prev = $0 }' "$m/fabric_monitor.8" \

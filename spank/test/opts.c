@@ -35,7 +35,7 @@ static void test_request_valid (void **state)
     for (size_t i = 0; i < sizeof (ok) / sizeof (ok[0]); i++) {
         fm_request_t r = {.mode = 99};
         fm_error_t err;
-        assert_int_equal (fm_request_parse (ok[i].arg, &r, &err), 0);
+        assert_int_equal (fm_opts_request_parse (ok[i].arg, &r, &err), 0);
         assert_int_equal (r.mode, ok[i].mode);
         assert_true (r.rate == ok[i].rate);
     }
@@ -63,7 +63,7 @@ static void test_request_invalid (void **state)
         fm_request_t r = {.mode = FM_MODE_PROTECT, .rate = 7};
         fm_error_t err = {""};
         errno = 0;
-        assert_int_equal (fm_request_parse (bad[i], &r, &err), -1);
+        assert_int_equal (fm_opts_request_parse (bad[i], &r, &err), -1);
         assert_int_equal (errno, EINVAL);
         /* the user sees which value and what is allowed */
         assert_non_null (strstr (err.text, "--fabric-monitor"));
@@ -77,7 +77,7 @@ static void test_bogus_message (void **state)
     fm_request_t r;
     fm_error_t err;
 
-    fm_request_parse ("bogus", &r, &err);
+    fm_opts_request_parse ("bogus", &r, &err);
     assert_string_equal (err.text,
                          "--fabric-monitor: invalid value 'bogus' "
                          "(want observe, protect or off, optionally ,rate=N)");
@@ -88,7 +88,7 @@ static void test_conf_defaults (void **state)
     fm_spank_conf_t c;
     fm_error_t err;
 
-    assert_int_equal (fm_spank_conf_parse (0, NULL, &c, &err), 0);
+    assert_int_equal (fm_opts_conf_parse (0, NULL, &c, &err), 0);
     assert_string_equal (c.daemon, FM_SPANK_DEFAULT_DAEMON);
     assert_string_equal (c.agent, FM_SPANK_DEFAULT_AGENT);
     assert_string_equal (c.statedir, FM_SPANK_DEFAULT_STATEDIR);
@@ -109,7 +109,7 @@ static void test_conf_all (void **state)
     fm_spank_conf_t c;
     fm_error_t err;
 
-    assert_int_equal (fm_spank_conf_parse (7, av, &c, &err), 0);
+    assert_int_equal (fm_opts_conf_parse (7, av, &c, &err), 0);
     assert_string_equal (c.health_root, "/var/tmp/fix/%n");
     assert_string_equal (c.daemon, "http://10.77.0.1:8470");
     assert_string_equal (c.agent, "/opt/fm/bin/fabric-agent");
@@ -135,7 +135,7 @@ static void test_conf_invalid (void **state)
         fm_error_t err = {""};
         char *av[] = {"default=observe", bad[i]};
         errno = 0;
-        assert_int_equal (fm_spank_conf_parse (2, av, &c, &err), -1);
+        assert_int_equal (fm_opts_conf_parse (2, av, &c, &err), -1);
         assert_int_equal (errno, EINVAL);
         assert_true (strlen (err.text) > 0);
         assert_int_equal (c.def, FM_MODE_PROTECT); /* unchanged on failure */
@@ -144,10 +144,10 @@ static void test_conf_invalid (void **state)
 
 static void test_mode_names (void **state)
 {
-    assert_string_equal (fm_mode_name (FM_MODE_OFF), "off");
-    assert_string_equal (fm_mode_name (FM_MODE_OBSERVE), "observe");
-    assert_string_equal (fm_mode_name (FM_MODE_PROTECT), "protect");
-    assert_string_equal (fm_mode_name (7), "?");
+    assert_string_equal (fm_opts_mode_name (FM_MODE_OFF), "off");
+    assert_string_equal (fm_opts_mode_name (FM_MODE_OBSERVE), "observe");
+    assert_string_equal (fm_opts_mode_name (FM_MODE_PROTECT), "protect");
+    assert_string_equal (fm_opts_mode_name (7), "?");
 }
 
 int main (void)

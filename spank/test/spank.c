@@ -176,7 +176,7 @@ static void test_option_callback (void **state)
     reset (S_CTX_REMOTE);
     init (0, NULL);
     assert_int_equal (stub.option->cb (0, "bogus", 1), 0);
-    assert_int_equal (fm_spank_request (NULL).mode, FM_MODE_OFF);
+    assert_int_equal (fm_plugin_request (NULL).mode, FM_MODE_OFF);
 }
 
 static void test_task_environment (void **state)
@@ -453,9 +453,9 @@ static void test_spawn_errors (void **state)
 
     snprintf (pidfile, sizeof (pidfile), "%s/s.pid", tmpdir);
     snprintf (logfile, sizeof (logfile), "%s/s.log", tmpdir);
-    assert_int_equal (fm_spawn_detached (rel, pidfile, logfile, &err), -1);
+    assert_int_equal (fm_proc_spawn_detached (rel, pidfile, logfile, &err), -1);
     assert_int_equal (errno, EINVAL);
-    assert_int_equal (fm_spawn_detached (missing, pidfile, logfile, &err), -1);
+    assert_int_equal (fm_proc_spawn_detached (missing, pidfile, logfile, &err), -1);
     assert_int_equal (errno, ENOENT);
     assert_non_null (strstr (err.text, "/nonexistent/agent"));
     assert_int_equal (access (pidfile, F_OK), -1);
@@ -468,18 +468,18 @@ static void test_run_as (void **state)
     char *slow[] = {"/bin/sleep", "10", NULL};
     fm_error_t err;
 
-    assert_int_equal (fm_run_as (getuid (), getgid (), t, 1000000000, &err),
+    assert_int_equal (fm_proc_run_as (getuid (), getgid (), t, 1000000000, &err),
                       geteuid () == 0 ? 0 : -1);
     if (geteuid () != 0) {
         skip ();
     }
-    assert_int_equal (fm_run_as (0, 0, f, 1000000000, &err), 3);
-    assert_int_equal (fm_run_as (0, 0, slow, 100000000, &err), -1);
+    assert_int_equal (fm_proc_run_as (0, 0, f, 1000000000, &err), 3);
+    assert_int_equal (fm_proc_run_as (0, 0, slow, 100000000, &err), -1);
     assert_int_equal (errno, ETIMEDOUT);
     /* a dropped identity sticks: the child runs as the target uid */
     {
         char *id[] = {"/bin/sh", "-c", "test \"$(id -u)\" = 65534", NULL};
-        assert_int_equal (fm_run_as (65534, 65534, id, 2000000000, &err), 0);
+        assert_int_equal (fm_proc_run_as (65534, 65534, id, 2000000000, &err), 0);
     }
 }
 

@@ -51,7 +51,7 @@ static int setup (void **state)
     snprintf (file, sizeof (file), "%s/" FM_SPANK_STEER_FILE, jobdir);
     memset (&stub, 0, sizeof (stub));
     stub.ctx = S_CTX_REMOTE;
-    fm_spank_setup_conf (2, av);
+    fm_plugin_setup_conf (2, av);
     setenv ("SLURMD_NODENAME", "fmn2", 1);
     unsetenv ("NCCL_IB_HCA");
     return fm_plugin.ready ? 0 : -1;

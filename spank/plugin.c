@@ -23,7 +23,7 @@ static int option_cb (int val, const char *arg, int remote)
     if (arg && strcmp (arg, "(null)") == 0) {
         arg = NULL;
     }
-    if (fm_request_parse (arg, &req, &err) < 0) {
+    if (fm_opts_request_parse (arg, &req, &err) < 0) {
         if (remote) {
             /* validated at submission; a job must never fail here */
             fm_spank_verbose ("%s; monitoring disabled", err.text);
@@ -59,7 +59,7 @@ static void parse_conf (int ac, char **av)
 
     memset (&fm_plugin, 0, sizeof (fm_plugin));
     fm_plugin.setup_done = true;
-    if (fm_spank_conf_parse (ac, av, &fm_plugin.conf, &err) < 0) {
+    if (fm_opts_conf_parse (ac, av, &fm_plugin.conf, &err) < 0) {
         /* a site error: say so loudly where admins look, but stay inert
          * rather than break every job
          */
@@ -71,14 +71,14 @@ static void parse_conf (int ac, char **av)
     }
 }
 
-void fm_spank_setup_conf (int ac, char **av)
+void fm_plugin_setup_conf (int ac, char **av)
 {
     if (!fm_plugin.setup_done) {
         parse_conf (ac, av);
     }
 }
 
-int fm_spank_setup (spank_t sp, int ac, char **av)
+int fm_plugin_setup (spank_t sp, int ac, char **av)
 {
     spank_context_t ctx = spank_context ();
 
@@ -97,7 +97,7 @@ int fm_spank_setup (spank_t sp, int ac, char **av)
     return 0;
 }
 
-fm_request_t fm_spank_request (spank_t sp)
+fm_request_t fm_plugin_request (spank_t sp)
 {
     fm_request_t req = {.mode = fm_plugin.conf.def};
     fm_error_t err;
@@ -109,7 +109,7 @@ fm_request_t fm_spank_request (spank_t sp)
             if (arg && strcmp (arg, "(null)") == 0) {
                 arg = NULL;
             }
-            if (fm_request_parse (arg, &req, &err) < 0) {
+            if (fm_opts_request_parse (arg, &req, &err) < 0) {
                 fm_spank_verbose ("%s; monitoring disabled", err.text);
                 req = (fm_request_t){.mode = FM_MODE_OFF};
             }
@@ -123,7 +123,7 @@ fm_request_t fm_spank_request (spank_t sp)
     return req;
 }
 
-int fm_spank_nodedir (const char *node, char *buf, size_t size)
+int fm_plugin_nodedir (const char *node, char *buf, size_t size)
 {
     int n;
 
@@ -140,12 +140,12 @@ int fm_spank_nodedir (const char *node, char *buf, size_t size)
     return 0;
 }
 
-int fm_spank_jobdir (const char *node, uint32_t job_id, char *buf, size_t size)
+int fm_plugin_jobdir (const char *node, uint32_t job_id, char *buf, size_t size)
 {
     char dir[512];
     int n;
 
-    if (fm_spank_nodedir (node, dir, sizeof (dir)) < 0) {
+    if (fm_plugin_nodedir (node, dir, sizeof (dir)) < 0) {
         return -1;
     }
     n = snprintf (buf, size, "%s/job.%u", dir, job_id);
