@@ -30,7 +30,7 @@
 #include "log.h"
 #include "report.h"
 #include "spool.h"
-#include "timeutil.h"
+#include "fmtime.h"
 
 #define SPOOL_MAX_FILES 2048
 #define SPOOL_MAX_BYTES (1024 * 1024)
@@ -409,7 +409,7 @@ static void wait_until (shared_t *sh, int64_t mono_deadline)
         return;
     }
     /* the condvar uses CLOCK_MONOTONIC (set in fm_agent_run) */
-    ts = fm_ns_to_timespec (mono_deadline);
+    ts = fm_time_to_timespec (mono_deadline);
     pthread_cond_timedwait (&sh->cond, &sh->lock, &ts);
 }
 
@@ -582,8 +582,8 @@ static void arm (int tfd, int64_t mono_deadline, int64_t interval)
         if (mono_deadline <= 0) {
             mono_deadline = 1;
         }
-        its.it_value = fm_ns_to_timespec (mono_deadline);
-        its.it_interval = fm_ns_to_timespec (interval);
+        its.it_value = fm_time_to_timespec (mono_deadline);
+        its.it_interval = fm_time_to_timespec (interval);
     }
     if (timerfd_settime (tfd, TFD_TIMER_ABSTIME, &its, NULL) < 0) {
         fm_err ("timerfd_settime: %s", strerror (errno));

@@ -8,7 +8,7 @@
 #include <sys/types.h>
 
 #include "clock.h"
-#include "clock_vclock.h"
+#include "vclock.h"
 #include "error.h"
 
 /* Peers probed when the job has more nodes than this (plus one). */

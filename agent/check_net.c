@@ -15,7 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "timeutil.h"
+#include "fmtime.h"
 #include "stats.h"
 #include "check_net.h"
 

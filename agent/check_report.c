@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "check_report.h"
+#include "duration.h"
 
 #define LINE_MAX_LEN 256
 
@@ -129,15 +130,6 @@ int fm_check_decode (const char *text,
     return 0;
 }
 
-static void fmt_ns (char *buf, size_t size, int64_t ns)
-{
-    if (ns >= 1000000) {
-        snprintf (buf, size, "%.2f ms", (double)ns / 1e6);
-    } else {
-        snprintf (buf, size, "%.1f us", (double)ns / 1e3);
-    }
-}
-
 static void fmt_bw (char *buf, size_t size, int64_t bps)
 {
     if (bps >= 1000000000) {
@@ -202,8 +194,8 @@ void fm_check_print_table (FILE *f,
              "BANDWIDTH",
              "STATUS");
     for (size_t i = 0; i < n; i++) {
-        fmt_ns (p50, sizeof (p50), r[i].lat_p50_ns);
-        fmt_ns (p99, sizeof (p99), r[i].lat_p99_ns);
+        fm_duration_format (r[i].lat_p50_ns, p50, sizeof (p50));
+        fm_duration_format (r[i].lat_p99_ns, p99, sizeof (p99));
         fmt_bw (bw, sizeof (bw), r[i].bw_bps);
         if (r[i].ok) {
             fprintf (f,
@@ -229,7 +221,7 @@ void fm_check_print_table (FILE *f,
                      r[i].error);
         }
     }
-    fmt_ns (p50, sizeof (p50), sum->median_lat_p50_ns);
+    fm_duration_format (sum->median_lat_p50_ns, p50, sizeof (p50));
     fmt_bw (bw, sizeof (bw), sum->median_bw_bps);
     fprintf (f,
              "median%s: latency %s, bandwidth %s\n",

@@ -17,7 +17,7 @@
 #include "authcred.h"
 #include "client.h"
 #include "fm/api.h"
-#include "timeutil.h"
+#include "fmtime.h"
 
 /* HTTP/1.1 over one TCP connection a request ("Connection: close"), written
  * here rather than taken from libcurl: the agent sits on every node of every

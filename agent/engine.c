@@ -25,7 +25,7 @@
 #include "clocknet.h"
 #include "engine.h"
 #include "log.h"
-#include "timeutil.h"
+#include "fmtime.h"
 
 /* The least window of the pure-pair estimator. Few pairs are pure on busy
  * software-stamped paths, and over 2 s the envelope rests on a handful of
@@ -289,11 +289,11 @@ static bool
 pick_stamp (fm_engine_t *e, const struct scm_timestamping *sts, int64_t *ts, bool *hw)
 {
     if (e->hw && (sts->ts[2].tv_sec != 0 || sts->ts[2].tv_nsec != 0)) {
-        *ts = fm_vclock_map (e->vclock, fm_timespec_to_ns (&sts->ts[2]));
+        *ts = fm_vclock_map (e->vclock, fm_time_from_timespec (&sts->ts[2]));
         *hw = true;
         return true;
     }
-    *ts = fm_vclock_map (e->vclock, fm_timespec_to_ns (&sts->ts[0]));
+    *ts = fm_vclock_map (e->vclock, fm_time_from_timespec (&sts->ts[0]));
     *hw = false;
     return sts->ts[0].tv_sec != 0 || sts->ts[0].tv_nsec != 0;
 }

@@ -10,7 +10,7 @@
 #include <sys/socket.h>
 
 #include "clock.h"
-#include "clock_vclock.h"
+#include "vclock.h"
 #include "error.h"
 #include "fm/probe.h"
 #include "stats.h"
@@ -39,7 +39,7 @@ typedef struct {
     double rate;        /* probes per second per target, (0, FM_ENGINE_MAX_RATE] */
     int64_t timeout_ns; /* a request without reply after this is lost */
     size_t max_samples; /* per target per window */
-    /* A virtual clock (lib/clock_vclock.h) applied to every timestamp the
+    /* A virtual clock (lib/vclock.h) applied to every timestamp the
      * engine reads, kernel stamps included: tests and benchmarks simulate
      * node clocks with it. All zero: the host clock as it is.
      */

@@ -17,7 +17,8 @@
 
 #include "fm/api.h"
 #include "hostlist.h"
-#include "timeutil.h"
+#include "duration.h"
+#include "fmtime.h"
 #include "check_net.h"
 #include "check_pmix.h"
 #include "check_post.h"

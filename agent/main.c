@@ -19,7 +19,8 @@
 #include "fm/api.h"
 #include "log.h"
 #include "summary.h"
-#include "timeutil.h"
+#include "duration.h"
+#include "fmtime.h"
 
 static const char usage_text[] =
     "Usage: fabric-agent --daemon URL --job ID --node NAME [OPTIONS]\n"

@@ -14,25 +14,19 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "duration.h"
 #include "summary.h"
-#include "timeutil.h"
+#include "fmtime.h"
 
 #define PFX "fabric-monitor: "
 
 /* "12.3us", "1.20ms", "-" for null */
 static void fmt_ns (json_t *v, char *buf, size_t len)
 {
-    double ns;
-
-    if (!json_is_integer (v)) {
-        snprintf (buf, len, "-");
-        return;
-    }
-    ns = (double)json_integer_value (v);
-    if (ns < 1e6 && ns > -1e6) {
-        snprintf (buf, len, "%.1fus", ns / 1e3);
+    if (json_is_integer (v)) {
+        fm_duration_format (json_integer_value (v), buf, len);
     } else {
-        snprintf (buf, len, "%.2fms", ns / 1e6);
+        snprintf (buf, len, "-");
     }
 }
 
@@ -385,7 +379,7 @@ static void wait_final (
             return;
         }
         {
-            struct timespec ts = fm_ns_to_timespec (deadline - now < FM_SUMMARY_POLL_NS
+            struct timespec ts = fm_time_to_timespec (deadline - now < FM_SUMMARY_POLL_NS
                                                         ? deadline - now
                                                         : FM_SUMMARY_POLL_NS);
             while (nanosleep (&ts, &ts) < 0 && errno == EINTR) {

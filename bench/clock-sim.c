@@ -23,9 +23,9 @@
 #include <string.h>
 
 #include "clock.h"
-#include "clock_vclock.h"
+#include "vclock.h"
 #include "clocknet.h"
-#include "timeutil.h"
+#include "fmtime.h"
 
 #define T0 1796000000000000000LL /* a CLOCK_REALTIME-sized origin */
 #define GRID_NS 1000000LL        /* clock samples every 1 ms, interpolated */

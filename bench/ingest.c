@@ -25,11 +25,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
-
 #include "fm/api.h"
-#include "timeutil.h"
-#include "authcred.h"
+#include "fmtime.h"
+#include "httpclient.h"
 
 /* --retry gives up on a batch after this long. */
 #define RETRY_NS (60 * FM_NSEC_PER_SEC)
@@ -58,16 +56,11 @@ typedef struct {
     bench_t *b;
     int first_node, nnodes;
     int64_t *seq;
-    CURL *curl;
+    fm_httpclient_t *http;
     char *buf;
     size_t cap;
     unsigned rnd;
 } worker_t;
-
-static size_t discard (char *p, size_t size, size_t n, void *arg)
-{
-    return size * n;
-}
 
 static unsigned rnd (unsigned *s)
 {
@@ -83,43 +76,16 @@ static unsigned rnd (unsigned *s)
 static int
 post (worker_t *w, const char *path, const char *body, size_t len, long *code)
 {
-    bench_t *b = w->b;
-    struct curl_slist *h = NULL;
-    char url[512];
-    char *auth = NULL;
-    CURLcode rc;
+    fm_httpclient_answer_t a;
+    fm_error_t err;
 
-    snprintf (url, sizeof (url), "%s%s", b->url, path);
-    h = curl_slist_append (h, "Content-Type: application/json");
-    if (b->socket) {
-        fm_error_t err;
-        char *line;
-        if (!(auth = fm_authcred_header ("POST", path, body, len, b->socket, &err))) {
+    if (fm_httpclient_request (w->http, "POST", path, body, len, &a, &err) < 0) {
+        if (w->b->socket && !a.authenticated) {
             fprintf (stderr, "ingest: %s\n", err.text);
-            curl_slist_free_all (h);
-            return -1;
         }
-        if (asprintf (&line, "Authorization: %s", auth) < 0) {
-            free (auth);
-            curl_slist_free_all (h);
-            return -1;
-        }
-        h = curl_slist_append (h, line);
-        free (line);
-        free (auth);
-    }
-    curl_easy_setopt (w->curl, CURLOPT_URL, url);
-    curl_easy_setopt (w->curl, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt (w->curl, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt (w->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-    curl_easy_setopt (w->curl, CURLOPT_WRITEFUNCTION, discard);
-    curl_easy_setopt (w->curl, CURLOPT_TIMEOUT, 30L);
-    rc = curl_easy_perform (w->curl);
-    curl_slist_free_all (h);
-    if (rc != CURLE_OK) {
         return -1;
     }
-    curl_easy_getinfo (w->curl, CURLINFO_RESPONSE_CODE, code);
+    *code = a.status;
     return 0;
 }
 
@@ -531,6 +497,8 @@ int main (int argc, char **argv)
     pthread_t rss_tid;
     pthread_attr_t attr;
     long pid = 0;
+    fm_httpclient_opts_t http_opts;
+    fm_error_t err;
     worker_t *w;
     pthread_t *tid;
     double cpu0 = 0, cpu1, self0, elapsed;
@@ -618,7 +586,17 @@ int main (int argc, char **argv)
         usage (stderr);
         return 2;
     }
-    curl_global_init (CURL_GLOBAL_DEFAULT);
+    if (fm_httpclient_global_init (&err) < 0) {
+        fprintf (stderr, "ingest: %s\n", err.text);
+        return 1;
+    }
+    http_opts = (fm_httpclient_opts_t){
+        .url = b.url,
+        .socket = b.socket,
+        .auth = b.socket ? FM_HTTPCLIENT_AUTH_REQUIRE : FM_HTTPCLIENT_AUTH_NONE,
+        .timeout_s = 30,
+        .connect_timeout_s = 30,
+    };
     w = calloc ((size_t)b.threads, sizeof (*w));
     tid = calloc ((size_t)b.threads, sizeof (*tid));
     if (!w || !tid) {
@@ -629,11 +607,11 @@ int main (int argc, char **argv)
         w[i].first_node = i * b.nodes / b.threads;
         w[i].nnodes = (i + 1) * b.nodes / b.threads - w[i].first_node;
         w[i].seq = calloc ((size_t)w[i].nnodes, sizeof (int64_t));
-        w[i].curl = curl_easy_init ();
+        w[i].http = fm_httpclient_create (&http_opts, &err);
         w[i].cap = b.agents ? 1 << 12 : 1 << 16;
         w[i].buf = malloc (w[i].cap);
         w[i].rnd = 12345u + (unsigned)i;
-        if (!w[i].seq || !w[i].curl || !w[i].buf) {
+        if (!w[i].seq || !w[i].http || !w[i].buf) {
             return 1;
         }
     }
@@ -722,7 +700,7 @@ int main (int argc, char **argv)
                 (self_cpu () - self0) * 1e6 / b.records);
     }
     for (int i = 0; i < b.threads; i++) {
-        curl_easy_cleanup (w[i].curl);
+        fm_httpclient_destroy (w[i].http);
         free (w[i].seq);
         free (w[i].buf);
     }
@@ -732,6 +710,6 @@ int main (int argc, char **argv)
     if (b.ack) {
         fclose (b.ack);
     }
-    curl_global_cleanup ();
+    fm_httpclient_global_fini ();
     return b.agents && b.failures > 0 ? 1 : 0;
 }

@@ -13,14 +13,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
 #include <jansson.h>
 
 #include "conf.h"
+#include "duration.h"
 #include "fm/api.h"
-#include "timeutil.h"
-#include "authcred.h"
+#include "fmtime.h"
 #include "dconf.h"
+#include "httpclient.h"
 #include "watch.h"
 
 #define DEFAULT_CONFIG FM_SYSCONFDIR "/fabric-monitor/fabricd.conf"
@@ -33,12 +33,6 @@ typedef struct {
     char *owned_url; /* from the configuration, freed at exit */
     char *owned_socket;
 } ctl_t;
-
-typedef struct {
-    char *data;
-    size_t len;
-    bool too_large;
-} answer_t;
 
 static void die (const char *fmt, ...)
     __attribute__ ((format (printf, 1, 2), noreturn));
@@ -55,26 +49,6 @@ static void die (const char *fmt, ...)
     exit (1);
 }
 
-static size_t collect (char *p, size_t size, size_t n, void *arg)
-{
-    answer_t *a = arg;
-    size_t len = size * n;
-    char *nd;
-
-    if (a->len + len > MAX_ANSWER) {
-        a->too_large = true;
-        return 0;
-    }
-    if (!(nd = realloc (a->data, a->len + len + 1))) {
-        return 0;
-    }
-    memcpy (nd + a->len, p, len);
-    a->data = nd;
-    a->len += len;
-    a->data[a->len] = '\0';
-    return len;
-}
-
 /* METHOD path with an optional JSON body; dies with a clear message on any
  * failure. With soft, an HTTP error answer returns NULL instead (the command
  * goes on without that part).
@@ -82,86 +56,63 @@ static size_t collect (char *p, size_t size, size_t n, void *arg)
 static json_t *
 request (const ctl_t *c, const char *method, const char *path, json_t *body, bool soft)
 {
-    char url[1024], errbuf[CURL_ERROR_SIZE] = "";
-    answer_t a = {0};
-    struct curl_slist *h = NULL;
+    /* a drain waits for the fabric loop and Slurm */
+    fm_httpclient_opts_t opts = {.url = c->url,
+                                 .socket = c->socket,
+                                 .auth = FM_HTTPCLIENT_AUTH_TRY,
+                                 .timeout_s = body ? 90 : 30,
+                                 .connect_timeout_s = 5,
+                                 .max_answer = MAX_ANSWER};
+    fm_httpclient_answer_t a;
+    fm_httpclient_t *hc;
     json_error_t jerr;
     fm_error_t err;
-    char *auth, *line, *text = NULL;
-    long code = 0;
+    char *text = NULL;
     json_t *o;
-    CURL *curl;
-    CURLcode rc;
+    int rc;
 
     if (body && !(text = json_dumps (body, JSON_COMPACT))) {
         die ("out of memory");
     }
+    if (!(hc = fm_httpclient_create (&opts, &err))) {
+        die ("%s", err.text);
+    }
     /* Without a credential the request still goes out: fabricd --insecure-local
      * needs none, and any other fabricd answers 401, explained below.
      */
-    if ((auth = fm_authcred_header (
-             method, path, text, text ? strlen (text) : 0, c->socket, &err))) {
-        if (asprintf (&line, "Authorization: %s", auth) < 0) {
-            die ("out of memory");
-        }
-        free (auth);
-        h = curl_slist_append (h, line);
-        free (line);
-    }
-    if (text) {
-        h = curl_slist_append (h, "Content-Type: application/json");
-    }
-    snprintf (url, sizeof (url), "%s%s", c->url, path);
-    if (!(curl = curl_easy_init ())) {
-        die ("cannot initialise libcurl");
-    }
-    curl_easy_setopt (curl, CURLOPT_URL, url);
-    curl_easy_setopt (curl, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt (curl, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt (curl, CURLOPT_WRITEDATA, &a);
-    curl_easy_setopt (curl, CURLOPT_ERRORBUFFER, errbuf);
-    /* a drain waits for the fabric loop and Slurm */
-    curl_easy_setopt (curl, CURLOPT_TIMEOUT, text ? 90L : 30L);
-    curl_easy_setopt (curl, CURLOPT_CONNECTTIMEOUT, 5L);
-    if (text) {
-        curl_easy_setopt (curl, CURLOPT_POSTFIELDS, text);
-        curl_easy_setopt (curl, CURLOPT_POSTFIELDSIZE, (long)strlen (text));
-    }
-    rc = curl_easy_perform (curl);
-    curl_easy_getinfo (curl, CURLINFO_RESPONSE_CODE, &code);
-    curl_easy_cleanup (curl);
-    curl_slist_free_all (h);
+    rc = fm_httpclient_request (hc, method, path, text, text ? strlen (text) : 0, &a, &err);
+    fm_httpclient_destroy (hc);
     free (text);
-    if (rc != CURLE_OK) {
-        if (rc == CURLE_COULDNT_CONNECT) {
-            die ("cannot reach fabricd at %s: %s (is fabricd running?)",
-                 c->url,
-                 errbuf[0] ? errbuf : curl_easy_strerror (rc));
+    if (rc < 0) {
+        if (a.unreachable) {
+            die ("cannot reach fabricd at %s: %s (is fabricd running?)", c->url, err.text);
         }
-        die ("%s: %s",
-             url,
-             a.too_large ? "answer too large"
-             : errbuf[0] ? errbuf
-                         : curl_easy_strerror (rc));
+        die ("%s%s: %s", c->url, path, err.text);
     }
-    o = json_loadb (a.data ? a.data : "", a.len, 0, &jerr);
-    free (a.data);
+    o = json_loadb (a.body ? a.body : "", a.len, 0, &jerr);
+    fm_httpclient_answer_clear (&a);
     if (!o) {
-        die ("%s: HTTP %ld with an answer that is not JSON (%s)", url, code, jerr.text);
+        die ("%s%s: HTTP %ld with an answer that is not JSON (%s)",
+             c->url,
+             path,
+             a.status,
+             jerr.text);
     }
-    if (code < 200 || code > 299) {
+    if (a.status < 200 || a.status > 299) {
         const char *msg = NULL, *ecode = NULL;
         if (soft) {
             json_decref (o);
             return NULL;
         }
         json_unpack (o, "{s:{s?s, s?s}}", "error", "code", &ecode, "message", &msg);
-        if (code == 401 && !auth) {
-            die ("%s: HTTP 401: cannot create a munge credential: %s", path, err.text);
+        if (a.status == 401 && !a.authenticated) {
+            die ("%s: HTTP 401: cannot create a munge credential: %s",
+                 path,
+                 a.auth_err.text);
         }
         die ("%s: HTTP %ld %s: %s",
              path,
-             code,
+             a.status,
              ecode ? ecode : "",
              msg ? msg : "(no message)");
     }
@@ -225,22 +176,7 @@ static void table_print (table_t *t)
 
 static const char *fmt_ns (json_t *v, char *buf, size_t len)
 {
-    double ns;
-
-    if (!json_is_integer (v)) {
-        return "-";
-    }
-    ns = (double)json_integer_value (v);
-    if (ns < 0 ? -ns < 1e3 : ns < 1e3) {
-        snprintf (buf, len, "%.0fns", ns);
-    } else if (ns < 0 ? -ns < 1e6 : ns < 1e6) {
-        snprintf (buf, len, "%.1fus", ns / 1e3);
-    } else if (ns < 0 ? -ns < 1e9 : ns < 1e9) {
-        snprintf (buf, len, "%.2fms", ns / 1e6);
-    } else {
-        snprintf (buf, len, "%.2fs", ns / 1e9);
-    }
-    return buf;
+    return json_is_integer (v) ? fm_duration_format (json_integer_value (v), buf, len) : "-";
 }
 
 static const char *fmt_int (json_t *v, char *buf, size_t len)
@@ -836,6 +772,7 @@ int main (int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     ctl_t c = {0};
+    fm_error_t err;
     const char *config = NULL;
     const char *cmd;
     const char *reason = NULL, *job = NULL, *node = NULL;
@@ -909,8 +846,8 @@ int main (int argc, char **argv)
     if (!c.url) {
         c.url = FM_API_DEFAULT_URL;
     }
-    if (curl_global_init (CURL_GLOBAL_DEFAULT) != 0) {
-        die ("cannot initialise libcurl");
+    if (fm_httpclient_global_init (&err) < 0) {
+        die ("%s", err.text);
     }
     if (strcmp (cmd, "status") == 0 && optind == argc) {
         cmd_status (&c);
@@ -942,7 +879,7 @@ int main (int argc, char **argv)
         usage (stderr);
         return 2;
     }
-    curl_global_cleanup ();
+    fm_httpclient_global_fini ();
     free (c.owned_url);
     free (c.owned_socket);
     return 0;

@@ -12,11 +12,11 @@
 #include <string.h>
 #include <time.h>
 
-#include <curl/curl.h>
 #include <jansson.h>
 
-#include "timeutil.h"
-#include "authcred.h"
+#include "duration.h"
+#include "fmtime.h"
+#include "httpclient.h"
 #include "watch.h"
 
 #define MAX_ANSWER (16 * 1024 * 1024)
@@ -36,27 +36,6 @@ static void on_signal (int sig)
     stop = 1;
 }
 
-typedef struct {
-    char *data;
-    size_t len;
-} answer_t;
-
-static size_t collect (char *p, size_t size, size_t n, void *arg)
-{
-    answer_t *a = arg;
-    size_t len = size * n;
-    char *nd;
-
-    if (a->len + len > MAX_ANSWER || !(nd = realloc (a->data, a->len + len + 1))) {
-        return 0;
-    }
-    memcpy (nd + a->len, p, len);
-    a->data = nd;
-    a->len += len;
-    a->data[a->len] = '\0';
-    return len;
-}
-
 /* GET path as JSON, or NULL with the reason in msg: unlike fabricctl's other
  * commands a failed refresh is shown, and the next one tried.
  */
@@ -67,85 +46,41 @@ static json_t *fetch (const char *url,
                       char *msg,
                       size_t msglen)
 {
-    char full[1024], errbuf[CURL_ERROR_SIZE] = "";
-    answer_t a = {0};
-    struct curl_slist *h = NULL;
+    fm_httpclient_opts_t opts = {.url = url,
+                                 .socket = socket,
+                                 .auth = FM_HTTPCLIENT_AUTH_TRY,
+                                 .timeout_s = timeout_s,
+                                 .connect_timeout_s = timeout_s,
+                                 .max_answer = MAX_ANSWER};
+    fm_httpclient_answer_t a = {0};
+    fm_httpclient_t *hc;
     fm_error_t err;
-    char *auth, *line = NULL;
-    long code = 0;
     json_t *o = NULL;
-    CURL *curl;
-    CURLcode rc;
 
-    if ((auth = fm_authcred_header ("GET", path, NULL, 0, socket, &err))) {
-        if (asprintf (&line, "Authorization: %s", auth) < 0) {
-            line = NULL;
-        }
-        free (auth);
-        if (!line || !(h = curl_slist_append (NULL, line))) {
-            free (line);
-            snprintf (msg, msglen, "out of memory");
-            return NULL;
-        }
-        free (line);
-    }
-    snprintf (full, sizeof (full), "%s%s", url, path);
-    if (!(curl = curl_easy_init ())) {
-        curl_slist_free_all (h);
-        snprintf (msg, msglen, "cannot initialise libcurl");
+    if (!(hc = fm_httpclient_create (&opts, &err))) {
+        snprintf (msg, msglen, "%s", err.text);
         return NULL;
     }
-    curl_easy_setopt (curl, CURLOPT_URL, full);
-    curl_easy_setopt (curl, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt (curl, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt (curl, CURLOPT_WRITEDATA, &a);
-    curl_easy_setopt (curl, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt (curl, CURLOPT_TIMEOUT, timeout_s);
-    curl_easy_setopt (curl, CURLOPT_CONNECTTIMEOUT, timeout_s);
-    curl_easy_setopt (curl, CURLOPT_NOSIGNAL, 1L);
-    rc = curl_easy_perform (curl);
-    curl_easy_getinfo (curl, CURLINFO_RESPONSE_CODE, &code);
-    curl_easy_cleanup (curl);
-    curl_slist_free_all (h);
-    if (rc != CURLE_OK) {
-        snprintf (msg,
-                  msglen,
-                  "cannot reach fabricd at %s: %s",
-                  url,
-                  errbuf[0] ? errbuf : curl_easy_strerror (rc));
-    } else if (!(o = json_loadb (a.data ? a.data : "", a.len, 0, NULL))) {
+    if (fm_httpclient_request (hc, "GET", path, NULL, 0, &a, &err) < 0) {
+        snprintf (msg, msglen, "cannot reach fabricd at %s: %s", url, err.text);
+    } else if (!(o = json_loadb (a.body ? a.body : "", a.len, 0, NULL))) {
         snprintf (
-            msg, msglen, "%s: HTTP %ld with an answer that is not JSON", path, code);
-    } else if (code < 200 || code > 299) {
+            msg, msglen, "%s: HTTP %ld with an answer that is not JSON", path, a.status);
+    } else if (a.status < 200 || a.status > 299) {
         const char *ecode = "", *emsg = "(no message)";
         json_unpack (o, "{s:{s?s, s?s}}", "error", "code", &ecode, "message", &emsg);
-        snprintf (msg, msglen, "%s: HTTP %ld %s: %s", path, code, ecode, emsg);
+        snprintf (msg, msglen, "%s: HTTP %ld %s: %s", path, a.status, ecode, emsg);
         json_decref (o);
         o = NULL;
     }
-    free (a.data);
+    fm_httpclient_answer_clear (&a);
+    fm_httpclient_destroy (hc);
     return o;
-}
-
-static const char *fmt_i64 (int64_t v, char *buf, size_t len)
-{
-    double ns = (double)v;
-
-    if (ns > -1e3 && ns < 1e3) {
-        snprintf (buf, len, "%.0fns", ns);
-    } else if (ns > -1e6 && ns < 1e6) {
-        snprintf (buf, len, "%.1fus", ns / 1e3);
-    } else if (ns > -1e9 && ns < 1e9) {
-        snprintf (buf, len, "%.2fms", ns / 1e6);
-    } else {
-        snprintf (buf, len, "%.2fs", ns / 1e9);
-    }
-    return buf;
 }
 
 static const char *fmt_ns (json_t *v, char *buf, size_t len)
 {
-    return json_is_integer (v) ? fmt_i64 (json_integer_value (v), buf, len) : "-";
+    return json_is_integer (v) ? fm_duration_format (json_integer_value (v), buf, len) : "-";
 }
 
 static const char *str (json_t *o, const char *key)
@@ -289,7 +224,7 @@ static void frame (watch_t *w, long n)
     printf ("\033[H\033[2J");
     printf ("fabricctl watch  %s  every %s  %s",
             w->url,
-            fmt_i64 (w->interval, b[0], 32),
+            fm_duration_format (w->interval, b[0], 32),
             fm_time_format_rfc3339 (now, when, sizeof (when)) ? when : "");
     if (w->count > 0) {
         printf ("  (%ld/%ld)", n, w->count);
@@ -449,7 +384,7 @@ void fm_ctl_watch (const char *url, const char *socket, int argc, char **argv)
         until = fm_time_mono_ns () + w.interval;
         while (!stop && fm_time_mono_ns () < until) {
             int64_t left = until - fm_time_mono_ns ();
-            ts = fm_ns_to_timespec (left < FM_NSEC_PER_SEC / 10 ? left
+            ts = fm_time_to_timespec (left < FM_NSEC_PER_SEC / 10 ? left
                                                                 : FM_NSEC_PER_SEC / 10);
             nanosleep (&ts, NULL);
         }

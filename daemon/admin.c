@@ -13,7 +13,7 @@
 #include "admin.h"
 #include "monitor.h"
 #include "report.h"
-#include "timeutil.h"
+#include "fmtime.h"
 
 #define ACTIONS_LIMIT_MAX 10000
 

@@ -11,7 +11,8 @@
 #include <strings.h>
 
 #include "fm/api.h"
-#include "timeutil.h"
+#include "duration.h"
+#include "fmtime.h"
 #include "api.h"
 #include "jobs.h"
 #include "rendezvous.h"

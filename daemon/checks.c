@@ -10,7 +10,7 @@
 #include <sodium.h>
 
 #include "fm/api.h"
-#include "timeutil.h"
+#include "fmtime.h"
 #include "check_verdict.h"
 #include "checks.h"
 #include "store.h"

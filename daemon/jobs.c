@@ -9,7 +9,7 @@
 
 #include <sodium.h>
 
-#include "timeutil.h"
+#include "fmtime.h"
 #include "jobs.h"
 #include "admin.h"
 

@@ -23,7 +23,7 @@
 #include "fm/api.h"
 #include "log.h"
 #include "path.h"
-#include "timeutil.h"
+#include "fmtime.h"
 #include "api.h"
 #include "arena.h"
 #include "dconf.h"
@@ -347,7 +347,7 @@ int main (int argc, char **argv)
     prune (pruner, d.retention_ns);
     next_prune = fm_time_mono_ns () + prune_ns;
     for (;;) {
-        struct timespec ts = fm_ns_to_timespec (FM_NSEC_PER_SEC);
+        struct timespec ts = fm_time_to_timespec (FM_NSEC_PER_SEC);
         int sig = sigtimedwait (&sigs, NULL, &ts);
 
         if (sig == SIGHUP) {

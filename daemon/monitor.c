@@ -23,7 +23,7 @@
 #include "hostlist.h"
 #include "log.h"
 #include "monitor.h"
-#include "timeutil.h"
+#include "fmtime.h"
 #include "topo.h"
 
 /* Records waiting for the next window; past this, records are dropped and
@@ -1760,8 +1760,8 @@ static void *loop (void *arg)
         }
         struct timespec ts;
         clock_gettime (CLOCK_MONOTONIC, &ts);
-        int64_t until = fm_timespec_to_ns (&ts) + (tick - now);
-        ts = fm_ns_to_timespec (until);
+        int64_t until = fm_time_from_timespec (&ts) + (tick - now);
+        ts = fm_time_to_timespec (until);
         pthread_cond_timedwait (&m->wake, &m->lock, &ts);
     }
     /* commands still queued are answered rather than left waiting */
@@ -1985,7 +1985,7 @@ int fm_monitor_admin (fm_monitor_t *m,
     snprintf (c->node, sizeof (c->node), "%s", node);
     snprintf (c->reason, sizeof (c->reason), "%s", reason ? reason : "");
     clock_gettime (CLOCK_MONOTONIC, &ts);
-    ts = fm_ns_to_timespec (fm_timespec_to_ns (&ts) + ADMIN_WAIT_NS);
+    ts = fm_time_to_timespec (fm_time_from_timespec (&ts) + ADMIN_WAIT_NS);
     pthread_mutex_lock (&m->lock);
     for (tail = &m->cmds; *tail; tail = &(*tail)->next) {
     }

@@ -10,7 +10,7 @@
 #include <sodium.h>
 
 #include "fm/api.h"
-#include "timeutil.h"
+#include "fmtime.h"
 #include "rendezvous.h"
 #include "report.h"
 

@@ -13,7 +13,8 @@
 #include <jansson.h>
 #include <sodium.h>
 
-#include "timeutil.h"
+#include "duration.h"
+#include "fmtime.h"
 #include "monitor.h"
 #include "store_pages.h"
 #include "webpage.h"
@@ -70,22 +71,6 @@ static void esc (FILE *fp, const char *s)
             break;
         }
     }
-}
-
-static const char *fmt_ns (int64_t ns, char *buf, size_t len)
-{
-    double a = fabs ((double)ns);
-
-    if (a < 1e3) {
-        snprintf (buf, len, "%lldns", (long long)ns);
-    } else if (a < 1e6) {
-        snprintf (buf, len, "%.1fus", (double)ns / 1e3);
-    } else if (a < 1e9) {
-        snprintf (buf, len, "%.2fms", (double)ns / 1e6);
-    } else {
-        snprintf (buf, len, "%.2fs", (double)ns / 1e9);
-    }
-    return buf;
 }
 
 /* UTC to the second: what a person compares with logs and Slurm. */
@@ -166,9 +151,9 @@ static void links_table (FILE *fp, const fm_link_stat_t *l, size_t n, size_t max
                  (long long)l[i].sent,
                  (long long)l[i].lost,
                  100 * loss_of (l[i].lost, l[i].sent),
-                 l[i].has_rtt ? fmt_ns (l[i].rtt_p99_ns, b[0], 32) : "-",
-                 l[i].has_owd ? fmt_ns (l[i].owd_p50_ns, b[1], 32) : "-",
-                 l[i].has_owd ? fmt_ns (l[i].owd_p99_ns, b[2], 32) : "-");
+                 l[i].has_rtt ? fm_duration_format (l[i].rtt_p99_ns, b[0], 32) : "-",
+                 l[i].has_owd ? fm_duration_format (l[i].owd_p50_ns, b[1], 32) : "-",
+                 l[i].has_owd ? fm_duration_format (l[i].owd_p99_ns, b[2], 32) : "-");
     }
     fputs ("</table>\n", fp);
     if (n > max) {
@@ -323,8 +308,8 @@ static void heatmap (FILE *fp, char **names, size_t n, const cell_t *cells)
             } else {
                 fprintf (fp,
                          ": owd p50 %s p99 %s, loss %.3f%% (%lld of %lld)",
-                         c->has_owd ? fmt_ns (c->owd_p50_ns, b[0], 32) : "-",
-                         c->has_owd ? fmt_ns (c->owd_p99_ns, b[1], 32) : "-",
+                         c->has_owd ? fm_duration_format (c->owd_p50_ns, b[0], 32) : "-",
+                         c->has_owd ? fm_duration_format (c->owd_p99_ns, b[1], 32) : "-",
                          100 * c->loss,
                          (long long)c->lost,
                          (long long)c->sent);
@@ -338,7 +323,7 @@ static void heatmap (FILE *fp, char **names, size_t n, const cell_t *cells)
                          x + cs / 2,
                          y + cs / 2 - 2,
                          ink,
-                         c->has_owd ? fmt_ns (c->owd_p50_ns, b[2], 32) : "-");
+                         c->has_owd ? fm_duration_format (c->owd_p50_ns, b[2], 32) : "-");
                 if (c->lost > 0) {
                     fprintf (fp,
                              "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\"%s>"
@@ -475,14 +460,14 @@ static void clock_chart (FILE *fp, const fm_clock_point_t *p, size_t n)
              h - t - bm,
              l - 4,
              t + 10,
-             fmt_ns (ymax, b[0], 32),
+             fm_duration_format (ymax, b[0], 32),
              l - 4,
              h - bm,
              l,
              h - 8,
              w - r,
              h - 8,
-             fmt_ns (t1 - t0, b[1], 32));
+             fm_duration_format (t1 - t0, b[1], 32));
     for (size_t i = 0; i < n;) {
         size_t j = i;
         fputs ("<polyline class=\"clock-node\" data-node=\"", fp);
@@ -617,7 +602,7 @@ void fm_webpage_job (fm_daemon_t *d,
         (long long)job.user_id,
         nagents,
         (long long)job.expected,
-        fmt_ns (job.window_ns, b[0], 40),
+        fm_duration_format (job.window_ns, b[0], 40),
         fmt_time (job.created_ns, b[1], 40),
         fmt_time (fm_time_real_ns (), title, sizeof (title)));
     fputs ("<h2>One-way delay and loss</h2>\n", fp);
@@ -711,8 +696,8 @@ static void node_row (FILE *fp, const fm_node_stat_t *x, const char *state)
              (long long)x->last_job_id,
              (long long)x->windows,
              100 * loss_of (x->lost, x->sent),
-             x->has_rtt ? fmt_ns (x->rtt_p99_max_ns, b[1], 40) : "-",
-             x->has_clock ? fmt_ns (x->clock_error_ns, b[2], 40) : "-");
+             x->has_rtt ? fm_duration_format (x->rtt_p99_max_ns, b[1], 40) : "-",
+             x->has_clock ? fm_duration_format (x->clock_error_ns, b[2], 40) : "-");
 }
 
 static void elements_table (FILE *fp, json_t *state)

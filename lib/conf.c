@@ -16,7 +16,8 @@
 #include <unistd.h>
 
 #include "conf.h"
-#include "timeutil.h"
+#include "duration.h"
+#include "fmtime.h"
 
 #define CONF_LINE_MAX 4096
 #define CONF_FILE_MAX (1024 * 1024)

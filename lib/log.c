@@ -12,7 +12,7 @@
 #include <syslog.h>
 
 #include "log.h"
-#include "timeutil.h"
+#include "fmtime.h"
 
 /* Long enough for any sane message; longer ones are truncated, not dropped. */
 #define LOG_LINE_MAX 1024
@@ -158,7 +158,7 @@ void fm_log_msg (int level, const char *fmt, ...)
     va_end (ap);
 }
 
-bool fm_ratelimit_allow (fm_ratelimit_t *rl, int64_t now_ns, uint64_t *suppressed)
+bool fm_log_ratelimit_allow (fm_ratelimit_t *rl, int64_t now_ns, uint64_t *suppressed)
 {
     if (suppressed) {
         *suppressed = 0;
@@ -197,7 +197,7 @@ bool fm_log_ratelimited (fm_ratelimit_t *rl, int level, const char *fmt, ...)
     if (level > logger.level) {
         return false;
     }
-    if (!fm_ratelimit_allow (rl, fm_time_mono_ns (), &suppressed)) {
+    if (!fm_log_ratelimit_allow (rl, fm_time_mono_ns (), &suppressed)) {
         return false;
     }
     if (suppressed > 0) {

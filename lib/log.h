@@ -79,6 +79,6 @@ bool fm_log_ratelimited (fm_ratelimit_t *rl, int level, const char *fmt, ...)
  * opens at the first message after the previous one expired. On true,
  * *suppressed (may be NULL) is the count refused since the last allowed one.
  */
-bool fm_ratelimit_allow (fm_ratelimit_t *rl, int64_t now_ns, uint64_t *suppressed);
+bool fm_log_ratelimit_allow (fm_ratelimit_t *rl, int64_t now_ns, uint64_t *suppressed);
 
 #endif /* FM_LOG_H */

@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "timeutil.h"
+#include "fmtime.h"
 #include "check_net.h"
 
 /* The pair test over real TCP on 127.0.0.1, server in a thread. */

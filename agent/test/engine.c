@@ -20,7 +20,7 @@
 #include <sodium.h>
 
 #include "engine.h"
-#include "timeutil.h"
+#include "fmtime.h"
 
 /* Two (or three) real engines on loopback in one process, driven by one
  * poll loop, as the agent's event loop drives one.

@@ -14,7 +14,7 @@
 #include <cmocka.h>
 #include <sodium.h>
 
-#include "timeutil.h"
+#include "fmtime.h"
 #include "api.h"
 
 typedef struct {

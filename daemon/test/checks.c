@@ -15,7 +15,7 @@
 #include <cmocka.h>
 #include <sodium.h>
 
-#include "timeutil.h"
+#include "fmtime.h"
 #include "api.h"
 #include "checks.h"
 

@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "timeutil.h"
+#include "fmtime.h"
 #include "metrics.h"
 
 static const char *const routes[] = {"/v1/reports", "other"};

@@ -14,7 +14,7 @@
 #include <cmocka.h>
 #include <sodium.h>
 
-#include "timeutil.h"
+#include "fmtime.h"
 #include "store_pages.h"
 #include "webpage.h"
 

@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "clock_vclock.h"
+#include "vclock.h"
 #include "clocknet.h"
 
 /* complete graph on n nodes with theta = x_v - x_u + noise */

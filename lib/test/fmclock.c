@@ -23,7 +23,7 @@
 
 #include "fm/clock.h"
 #include "clockpage.h"
-#include "timeutil.h"
+#include "fmtime.h"
 
 #define SEC 1000000000LL
 
@@ -160,7 +160,7 @@ static void test_now (void **state)
     d = record (host - SEC, 5 * SEC, 2000., 300, 1000);
     assert_int_equal (fm_clockpage_publish (pg, &d), 0);
     assert_int_equal (fm_clock_now (clk, &ts, &bound), 0);
-    job = fm_timespec_to_ns (&ts);
+    job = fm_time_from_timespec (&ts);
     host = fm_time_real_ns () - host; /* the time the calls took */
     assert_true (job - (fm_time_real_ns () + 5 * SEC + 2000) < 1000);
     assert_true (job - (fm_time_real_ns () - host + 5 * SEC + 2000) > -10 * 1000000LL);

@@ -21,7 +21,7 @@
 #include <cmocka.h>
 
 #include "log.h"
-#include "timeutil.h"
+#include "fmtime.h"
 
 struct capture {
     int count;
@@ -272,23 +272,23 @@ static void test_ratelimit_burst (void **state)
     assert_true (rl.interval_ns == 10 * FM_NSEC_PER_SEC);
     /* three allowed in the window, the rest refused */
     for (int i = 0; i < 3; i++) {
-        assert_true (fm_ratelimit_allow (&rl, t0 + i, &sup));
+        assert_true (fm_log_ratelimit_allow (&rl, t0 + i, &sup));
         assert_int_equal (sup, 0);
     }
     for (int i = 0; i < 5; i++) {
-        assert_false (fm_ratelimit_allow (&rl, t0 + FM_NSEC_PER_SEC * i, &sup));
+        assert_false (fm_log_ratelimit_allow (&rl, t0 + FM_NSEC_PER_SEC * i, &sup));
         assert_int_equal (sup, 0);
     }
     /* still inside the window one ns before its end */
-    assert_false (fm_ratelimit_allow (&rl, t0 + 10 * FM_NSEC_PER_SEC - 1, &sup));
+    assert_false (fm_log_ratelimit_allow (&rl, t0 + 10 * FM_NSEC_PER_SEC - 1, &sup));
     /* the next window opens: allowed, and reports the 6 suppressed */
-    assert_true (fm_ratelimit_allow (&rl, t0 + 10 * FM_NSEC_PER_SEC, &sup));
+    assert_true (fm_log_ratelimit_allow (&rl, t0 + 10 * FM_NSEC_PER_SEC, &sup));
     assert_int_equal (sup, 6);
     /* the count was reset */
-    assert_true (fm_ratelimit_allow (&rl, t0 + 10 * FM_NSEC_PER_SEC + 1, &sup));
+    assert_true (fm_log_ratelimit_allow (&rl, t0 + 10 * FM_NSEC_PER_SEC + 1, &sup));
     assert_int_equal (sup, 0);
-    assert_true (fm_ratelimit_allow (&rl, t0 + 10 * FM_NSEC_PER_SEC + 2, NULL));
-    assert_false (fm_ratelimit_allow (&rl, t0 + 10 * FM_NSEC_PER_SEC + 3, NULL));
+    assert_true (fm_log_ratelimit_allow (&rl, t0 + 10 * FM_NSEC_PER_SEC + 2, NULL));
+    assert_false (fm_log_ratelimit_allow (&rl, t0 + 10 * FM_NSEC_PER_SEC + 3, NULL));
 }
 
 static void test_ratelimit_window_starts_at_first (void **state)
@@ -297,16 +297,16 @@ static void test_ratelimit_window_starts_at_first (void **state)
     uint64_t sup;
 
     /* zero-initialised: the first window starts at the first message */
-    assert_true (fm_ratelimit_allow (&rl, 5000, &sup));
-    assert_false (fm_ratelimit_allow (&rl, 5099, &sup));
-    assert_true (fm_ratelimit_allow (&rl, 5100, &sup));
+    assert_true (fm_log_ratelimit_allow (&rl, 5000, &sup));
+    assert_false (fm_log_ratelimit_allow (&rl, 5099, &sup));
+    assert_true (fm_log_ratelimit_allow (&rl, 5100, &sup));
     assert_int_equal (sup, 1);
     /* an idle gap of many windows: next message allowed, window restarts */
-    assert_true (fm_ratelimit_allow (&rl, 90000, &sup));
+    assert_true (fm_log_ratelimit_allow (&rl, 90000, &sup));
     assert_int_equal (sup, 0);
-    assert_false (fm_ratelimit_allow (&rl, 90050, &sup));
+    assert_false (fm_log_ratelimit_allow (&rl, 90050, &sup));
     /* a clock that went backwards opens a new window */
-    assert_true (fm_ratelimit_allow (&rl, 10, &sup));
+    assert_true (fm_log_ratelimit_allow (&rl, 10, &sup));
     assert_int_equal (sup, 1);
 }
 
@@ -317,9 +317,9 @@ static void test_ratelimit_disabled (void **state)
     uint64_t sup = 5;
 
     for (int i = 0; i < 100; i++) {
-        assert_true (fm_ratelimit_allow (&zero, i, &sup));
+        assert_true (fm_log_ratelimit_allow (&zero, i, &sup));
         assert_int_equal (sup, 0);
-        assert_true (fm_ratelimit_allow (&noburst, i, NULL));
+        assert_true (fm_log_ratelimit_allow (&noburst, i, NULL));
     }
 }
 

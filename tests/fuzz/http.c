@@ -15,7 +15,7 @@
 #include <munge.h>
 #include <sodium.h>
 
-#include "timeutil.h"
+#include "fmtime.h"
 #include "api.h"
 #include "authcred.h"
 #include "fuzz.h"

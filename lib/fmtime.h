@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later
  * Copyright (C) 2026 The fabric-monitor authors
  */
-#ifndef FM_TIMEUTIL_H
-#define FM_TIMEUTIL_H
+#ifndef FM_FMTIME_H
+#define FM_FMTIME_H
 
 #include <stdint.h>
 #include <time.h>
@@ -13,18 +13,12 @@
 int64_t fm_time_mono_ns (void);
 int64_t fm_time_real_ns (void);
 
-int64_t fm_timespec_to_ns (const struct timespec *ts);
-struct timespec fm_ns_to_timespec (int64_t ns);
-
-/* Parse a duration such as "500ms", "5s", "2m", "1h", "7d", "250us", "10ns";
- * a bare number is seconds. Fractions allowed ("1.5s"). Negative, overflowing
- * or malformed input: -1/EINVAL (ERANGE on overflow).
- */
-int fm_duration_parse (const char *s, int64_t *ns);
+int64_t fm_time_from_timespec (const struct timespec *ts);
+struct timespec fm_time_to_timespec (int64_t ns);
 
 /* Format ns as RFC 3339 UTC with microseconds ("2026-12-02T14:52:24.123456Z").
  * Returns buf, or NULL/ERANGE when len is too small.
  */
 char *fm_time_format_rfc3339 (int64_t real_ns, char *buf, size_t len);
 
-#endif /* FM_TIMEUTIL_H */
+#endif /* FM_FMTIME_H */

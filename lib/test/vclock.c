@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "clock_vclock.h"
+#include "vclock.h"
 
 #define T0 1796000000000000000LL
 #define SEC 1000000000LL

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later
  * Copyright (C) 2026 The fabric-monitor authors
  */
-#ifndef FM_CLOCK_VCLOCK_H
-#define FM_CLOCK_VCLOCK_H
+#ifndef FM_VCLOCK_H
+#define FM_VCLOCK_H
 
 /* A virtual clock for tests and benchmarks: it maps real timestamps (the host
  * clock, kernel timestamps included) to the readings of a clock that is off by
@@ -80,4 +80,4 @@ double fm_vclock_rng_uniform (fm_vclock_rng_t *r); /* in (0, 1) */
 double fm_vclock_rng_normal (fm_vclock_rng_t *r);  /* standard normal */
 double fm_vclock_rng_exp (fm_vclock_rng_t *r, double mean);
 
-#endif /* FM_CLOCK_VCLOCK_H */
+#endif /* FM_VCLOCK_H */

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock_vclock.h"
+#include "vclock.h"
 
 struct fm_vclock {
     fm_vclock_params_t p;
