@@ -310,7 +310,7 @@ static int resolve (fault_rt_t *fr, const fm_topo_t *t, fm_error_t *err)
 
 static const char *dir_name (int dir)
 {
-    return fm_side_name ((fm_side_t)dir);
+    return fm_localize_side_name ((fm_side_t)dir);
 }
 
 static void emit (json_t *o)
@@ -368,11 +368,11 @@ static void on_detection (eval_t *ev, const fm_elem_status_t *e, double t)
                          "localized",
                          name,
                          "dir",
-                         fm_side_name (e->side),
+                         fm_localize_side_name (e->side),
                          "class",
-                         fm_class_name (e->cls),
+                         fm_localize_class_name (e->cls),
                          "state",
-                         fm_state_name (e->state),
+                         fm_score_state_name (e->state),
                          "at_s",
                          t));
     }
@@ -759,7 +759,7 @@ int main (int argc, char **argv)
                 .name = fm_topo_node_name (topo, e->id),
                 .leaf = fm_topo_leaf_name (topo, leaf[e->id]),
                 .state = e->state,
-                .cls = fm_class_name (e->cls),
+                .cls = fm_localize_class_name (e->cls),
                 .evidence = evid[x],
                 .explain = expl[x],
                 .healthy_windows = fm_score_node_clean (score, e->id),
@@ -813,7 +813,7 @@ int main (int argc, char **argv)
             if (!quiet) {
                 emit (json_pack ("{s:s,s:s,s:f,s:s,s:I,s:b}",
                                  "action",
-                                 fm_action_name (a->kind),
+                                 fm_policy_action_name (a->kind),
                                  "node",
                                  a->node,
                                  "at_s",
@@ -888,8 +888,9 @@ int main (int argc, char **argv)
                 o, "detect_s", json_real (fr->detected_s - fr->f->at_s));
             json_object_set_new (o, "localized", json_string (fr->localized));
             json_object_set_new (
-                o, "localized_dir", json_string (fm_side_name (fr->side)));
-            json_object_set_new (o, "class", json_string (fm_class_name (fr->cls)));
+                o, "localized_dir", json_string (fm_localize_side_name (fr->side)));
+            json_object_set_new (
+                o, "class", json_string (fm_localize_class_name (fr->cls)));
         } else {
             json_object_set_new (o, "detected_at_s", json_null ());
             json_object_set_new (o, "localized", json_null ());

@@ -873,7 +873,7 @@ int main (int argc, char **argv)
     } else if (strcmp (cmd, "actions") == 0 && optind == argc) {
         cmd_actions (&c, job, node);
     } else if (strcmp (cmd, "watch") == 0) {
-        fm_ctl_watch (c.url, c.socket, argc, argv);
+        fm_watch_run (c.url, c.socket, argc, argv);
     } else {
         fprintf (stderr, "fabricctl: unknown command or wrong arguments: %s\n", cmd);
         usage (stderr);

@@ -334,7 +334,7 @@ static long parse_long (const char *s, long lo, long hi, const char *what)
     return v;
 }
 
-void fm_ctl_watch (const char *url, const char *socket, int argc, char **argv)
+void fm_watch_run (const char *url, const char *socket, int argc, char **argv)
 {
     static const struct option opts[] = {
         {"interval", required_argument, NULL, 'i'},

@@ -12,6 +12,6 @@
  * view outlives a restart of fabricd. url: the daemon's base URL; socket: the
  * munged socket (NULL: munge's default).
  */
-void fm_ctl_watch (const char *url, const char *socket, int argc, char **argv);
+void fm_watch_run (const char *url, const char *socket, int argc, char **argv);
 
 #endif /* FM_CLI_WATCH_H */

@@ -338,11 +338,11 @@ int fm_actions_job_info (fm_actions_t *a,
         if (v[i].job_id == job_id) {
             *info = v[i];
             v[i].nodes = NULL;
-            fm_job_info_free (v, n);
+            fm_actions_job_info_free (v, n);
             return 0;
         }
     }
-    fm_job_info_free (v, n);
+    fm_actions_job_info_free (v, n);
     errno = ESRCH;
     return fm_errprintf (err, "Invalid job id specified: %" PRId64, job_id);
 }
@@ -370,7 +370,7 @@ int fm_actions_signal_job (
         return -1;
     }
     live = job_live (&info);
-    fm_job_info_clear (&info);
+    fm_actions_job_info_clear (&info);
     if (!live) {
         errno = ESRCH;
         return fm_errprintf (err, "job %" PRId64 " is %s", job_id, info.state_name);
@@ -403,7 +403,7 @@ int fm_actions_requeue (fm_actions_t *a, int64_t job_id, fm_error_t *err)
     if (fm_actions_job_info (a, job_id, &info, err) < 0) {
         return -1;
     }
-    fm_job_info_clear (&info);
+    fm_actions_job_info_clear (&info);
     if (info.state == FM_JOB_PENDING) {
         return FM_ACTIONS_ALREADY;
     }
@@ -452,7 +452,7 @@ int fm_actions_jobs_on_node (fm_actions_t *a,
         if (job_live (&v[i]) && v[i].nodes[0]) {
             if (!(hl = fm_hostlist_expand (v[i].nodes, 0, err))) {
                 int e = errno;
-                fm_job_info_free (v, n);
+                fm_actions_job_info_free (v, n);
                 errno = e;
                 return -1;
             }
@@ -466,7 +466,7 @@ int fm_actions_jobs_on_node (fm_actions_t *a,
         }
     }
     for (size_t i = k; i < n; i++) {
-        fm_job_info_clear (&v[i]);
+        fm_actions_job_info_clear (&v[i]);
     }
     if (k == 0) {
         free (v);
@@ -477,7 +477,7 @@ int fm_actions_jobs_on_node (fm_actions_t *a,
     return 0;
 }
 
-void fm_job_info_clear (fm_job_info_t *info)
+void fm_actions_job_info_clear (fm_job_info_t *info)
 {
     if (info) {
         free (info->nodes);
@@ -485,12 +485,12 @@ void fm_job_info_clear (fm_job_info_t *info)
     }
 }
 
-void fm_job_info_free (fm_job_info_t *jobs, size_t count)
+void fm_actions_job_info_free (fm_job_info_t *jobs, size_t count)
 {
     if (jobs) {
         int e = errno;
         for (size_t i = 0; i < count; i++) {
-            fm_job_info_clear (&jobs[i]);
+            fm_actions_job_info_clear (&jobs[i]);
         }
         free (jobs);
         errno = e;

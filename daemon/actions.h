@@ -136,20 +136,20 @@ int fm_actions_signal_job (
  */
 int fm_actions_requeue (fm_actions_t *a, int64_t job_id, fm_error_t *err);
 
-/* Release with fm_job_info_clear(). ESRCH: no such job. */
+/* Release with fm_actions_job_info_clear(). ESRCH: no such job. */
 int fm_actions_job_info (fm_actions_t *a,
                          int64_t job_id,
                          fm_job_info_t *info,
                          fm_error_t *err);
 /* Running or suspended jobs whose nodes include node; release with
- * fm_job_info_free().
+ * fm_actions_job_info_free().
  */
 int fm_actions_jobs_on_node (fm_actions_t *a,
                              const char *node,
                              fm_job_info_t **jobs,
                              size_t *count,
                              fm_error_t *err);
-void fm_job_info_clear (fm_job_info_t *info);
+void fm_actions_job_info_clear (fm_job_info_t *info);
 
 /* Run any Slurm client command (argv[0] from PATH) as the scontrol backend
  * runs its own: SLURM_CONF from opts, its timeout, no shell, capped output.
@@ -157,11 +157,11 @@ void fm_job_info_clear (fm_job_info_t *info);
  * only the commands offer (sbatch with SPANK options, reservations).
  * 0, or -1/errno as the calls above (EAGAIN on a timeout).
  */
-int fm_actions_command (const fm_actions_opts_t *opts,
-                        char *const argv[],
-                        char **out,
-                        fm_error_t *err);
-void fm_job_info_free (fm_job_info_t *jobs, size_t count);
+int fm_actions_scontrol_command (const fm_actions_opts_t *opts,
+                                 char *const argv[],
+                                 char **out,
+                                 fm_error_t *err);
+void fm_actions_job_info_free (fm_job_info_t *jobs, size_t count);
 
 const char *fm_actions_result_name (int result); /* "done", "already", "foreign" */
 

@@ -368,7 +368,7 @@ static int ls_jobs_load (
                   "%s",
                   j->batch_host ? j->batch_host : "");
         if (!(v[i].nodes = strdup (j->nodes ? j->nodes : ""))) {
-            fm_job_info_free (v, i);
+            fm_actions_job_info_free (v, i);
             slurm_free_job_info_msg (msg);
             errno = ENOMEM;
             return fm_errprintf (err, "out of memory");

@@ -301,10 +301,10 @@ fail:
 }
 
 /* Call fn for each non-empty line of text (modified in place). */
-int fm_actions_command (const fm_actions_opts_t *opts,
-                        char *const argv[],
-                        char **out,
-                        fm_error_t *err)
+int fm_actions_scontrol_command (const fm_actions_opts_t *opts,
+                                 char *const argv[],
+                                 char **out,
+                                 fm_error_t *err)
 {
     sc_t *sc;
     int rc;
@@ -464,7 +464,7 @@ static int sc_jobs_load (
     if (strncmp (out, "No jobs", 7) != 0 && each_line (out, job_line, &v, err) < 0) {
         int e = errno;
         free (out);
-        fm_job_info_free (v.v, v.n);
+        fm_actions_job_info_free (v.v, v.n);
         errno = e;
         return -1;
     }

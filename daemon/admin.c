@@ -12,7 +12,7 @@
 
 #include "admin.h"
 #include "monitor.h"
-#include "report.h"
+#include "validate.h"
 #include "fmtime.h"
 
 #define ACTIONS_LIMIT_MAX 10000
@@ -150,7 +150,7 @@ void fm_admin_actions (fm_daemon_t *d, const fm_request_t *req, fm_response_t *r
         || int_param (req, "limit", 1, ACTIONS_LIMIT_MAX, &limit, resp) < 0) {
         return;
     }
-    if (node && !fm_node_name_valid (node)) {
+    if (node && !fm_validate_node_name (node)) {
         fm_api_error (resp, 400, "invalid_field", "node", "node: not a node name");
         return;
     }
@@ -206,7 +206,7 @@ void fm_admin_explain (fm_daemon_t *d, const fm_request_t *req, fm_response_t *r
         snprintf (element, sizeof (element), "node:%s", name);
         snprintf (node, sizeof (node), "%s", name);
     }
-    if (node[0] && !fm_node_name_valid (node)) {
+    if (node[0] && !fm_validate_node_name (node)) {
         fm_api_error (resp, 400, "invalid_field", "name", "name: not a node name");
         return;
     }
@@ -281,7 +281,7 @@ void fm_admin_drain (fm_daemon_t *d,
         json_decref (body);
         return;
     }
-    if (!fm_node_name_valid (node)) {
+    if (!fm_validate_node_name (node)) {
         fm_api_error (resp, 400, "invalid_field", "node", "node: not a node name");
         json_decref (body);
         return;

@@ -14,9 +14,10 @@
 #include "duration.h"
 #include "fmtime.h"
 #include "api.h"
+#include "arena.h"
 #include "jobs.h"
 #include "rendezvous.h"
-#include "report.h"
+#include "report_parse.h"
 #include "webpage.h"
 #include "admin.h"
 #include "monitor.h"
@@ -129,7 +130,7 @@ void fm_api_error (fm_response_t *resp,
 
 void fm_api_json (fm_response_t *resp, int status, json_t *o)
 {
-    char *text = o ? fm_json_dump (o) : NULL;
+    char *text = o ? fm_arena_json_dump (o) : NULL;
 
     json_decref (o);
     free (resp->body);
@@ -333,7 +334,7 @@ static void reports (fm_daemon_t *d, const fm_request_t *req, fm_response_t *res
     if (fm_store_agent_lookup (d->store, rep.job_id, rep.node, &err) < 0
         || fm_store_put_report (d->store, &rep, &res, &err) < 0) {
         fm_api_store_error (resp, errno, err.text);
-        fm_report_release (&rep);
+        fm_report_parse_release (&rep);
         return;
     }
     /* A batch with windows stored before (a resend whose answer was lost) is
@@ -354,7 +355,7 @@ static void reports (fm_daemon_t *d, const fm_request_t *req, fm_response_t *res
             fm_metrics_probe_drops (d->metrics, rep.node, drops);
         }
     }
-    fm_report_release (&rep);
+    fm_report_parse_release (&rep);
     fm_metrics_ingest (d->metrics, res.accepted, res.records, res.duplicates);
     fm_api_json (resp,
                  200,

@@ -157,3 +157,21 @@ size_t fm_arena_used (void)
 {
     return used_total;
 }
+
+char *fm_arena_json_dump (const json_t *o)
+{
+    size_t n = json_dumpb (o, NULL, 0, JSON_COMPACT);
+    char *s;
+
+    if (n == 0 || !(s = malloc (n + 1))) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (json_dumpb (o, s, n, JSON_COMPACT) != n) {
+        free (s);
+        errno = ENOMEM;
+        return NULL;
+    }
+    s[n] = '\0';
+    return s;
+}

@@ -5,6 +5,7 @@
 #define FM_ARENA_H
 
 #include <stddef.h>
+#include <jansson.h>
 
 /* A bump allocator for jansson in fabricd's HTTP thread: a report of a
  * thousand link entries is tens of thousands of small JSON values, and malloc
@@ -24,5 +25,10 @@ void fm_arena_reset (void);
 
 /* Bytes handed out since the last reset. */
 size_t fm_arena_used (void);
+
+/* Compact JSON text of o in malloc'd memory (never jansson's allocator, which
+ * may be the request arena). NULL/ENOMEM.
+ */
+char *fm_arena_json_dump (const json_t *o);
 
 #endif /* FM_ARENA_H */

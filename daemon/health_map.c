@@ -11,7 +11,7 @@
 
 /* Window health records to scoring events (doc/health.md). */
 
-const char *const fm_health_class_names[] = {
+const char *const fm_health_map_class_names[] = {
     "info", "application", "warning", "reset", "reboot", "fault", NULL};
 
 /* A GPU or XID class that says the GPU itself needs a reset, a reboot or

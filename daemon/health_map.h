@@ -12,10 +12,10 @@
 /* The `class` values of gpu and xid health records (doc/health.md), by
  * severity, NULL-terminated.
  */
-extern const char *const fm_health_class_names[];
+extern const char *const fm_health_map_class_names[];
 
 /* Map one window's health array (fm_window_t.health_json: the compact JSON
- * array that report.c validated) of node `node` at `at_ns` to scoring events
+ * array that report_parse.c validated) of node `node` at `at_ns` to scoring events
  * (doc/health.md "What fabricd makes of it"): at most cap into ev, their
  * number into *n. Records that mean nothing is wrong, and application-class
  * XIDs, give no event. Pure: no allocation survives the call.

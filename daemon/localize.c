@@ -125,7 +125,7 @@ void fm_localize_params_default (fm_localize_params_t *p)
     };
 }
 
-const char *fm_class_name (fm_class_t c)
+const char *fm_localize_class_name (fm_class_t c)
 {
     switch (c) {
     case FM_CLASS_DELAY:
@@ -146,7 +146,7 @@ const char *fm_class_name (fm_class_t c)
     return "none";
 }
 
-const char *fm_side_name (fm_side_t s)
+const char *fm_localize_side_name (fm_side_t s)
 {
     switch (s) {
     case FM_SIDE_TX:
@@ -159,7 +159,7 @@ const char *fm_side_name (fm_side_t s)
     return "both";
 }
 
-double fm_loss_llr (double s, double k, double p0)
+double fm_localize_loss_llr (double s, double k, double p0)
 {
     if (s <= 0 || k <= 0 || p0 <= 0 || p0 >= 1) {
         return 0.0;
@@ -174,7 +174,7 @@ double fm_loss_llr (double s, double k, double p0)
     return k * log (p / p0) + (s - k) * log ((1.0 - p) / (1.0 - p0));
 }
 
-double fm_delay_llr (double zs, double zn, double infl_ns, double min_ns)
+double fm_localize_delay_llr (double zs, double zn, double infl_ns, double min_ns)
 {
     if (zn <= 0 || zs <= 0 || infl_ns <= 0 || infl_ns / zn < min_ns) {
         return 0.0;
@@ -357,8 +357,8 @@ stat_gain (const stat_t *st, const fm_localize_params_t *p, double *lg, double *
 {
     /* p0 is itself an estimate: a pool barely above it is not evidence */
     bool above = st->s > 0 && st->k >= p->loss_min_ratio * p->p0 * st->s;
-    *lg = above ? fm_loss_llr (st->s, st->k, p->p0) : 0.0;
-    *dg = fm_delay_llr (st->zs, st->zn, st->is, p->delay_min_ns);
+    *lg = above ? fm_localize_loss_llr (st->s, st->k, p->p0) : 0.0;
+    *dg = fm_localize_delay_llr (st->zs, st->zn, st->is, p->delay_min_ns);
     return *lg + *dg;
 }
 
@@ -785,8 +785,8 @@ static bool evaluate (fm_localize_t *loc,
     h->cur_sent = cs;
     h->cur_lost = ck;
     h->delay_ns = dg > 0 ? st.is / st.zn : 0;
-    h->cur_gain =
-        fm_loss_llr (cs, ck, p->p0) + fm_delay_llr (czs, czn, cis, p->delay_min_ns);
+    h->cur_gain = fm_localize_loss_llr (cs, ck, p->p0)
+                  + fm_localize_delay_llr (czs, czn, cis, p->delay_min_ns);
     /* Still happening: the window alone is evidence, and of the same size as the
      * decayed estimate; stale evidence of an ended fault plus one noise loss is
      * not.

@@ -128,10 +128,10 @@ int fm_localize_run (fm_localize_t *loc,
  * ratio is not above p0), and the delay one for a pooled z sum and weight,
  * scaled by (1 - min_ns / mean inflation)^2 (0 below min_ns).
  */
-double fm_loss_llr (double s, double k, double p0);
-double fm_delay_llr (double zs, double zn, double infl_ns, double min_ns);
+double fm_localize_loss_llr (double s, double k, double p0);
+double fm_localize_delay_llr (double zs, double zn, double infl_ns, double min_ns);
 
-const char *fm_class_name (fm_class_t c);
-const char *fm_side_name (fm_side_t s);
+const char *fm_localize_class_name (fm_class_t c);
+const char *fm_localize_side_name (fm_side_t s);
 
 #endif /* FM_LOCALIZE_H */

@@ -580,7 +580,7 @@ static int64_t job_of_node (fm_monitor_t *m, const char *node)
 
 static const char *kind_word (fm_action_kind_t k)
 {
-    return k == FM_ACT_SET_WEIGHT ? "weight" : fm_action_name (k);
+    return k == FM_ACT_SET_WEIGHT ? "weight" : fm_policy_action_name (k);
 }
 
 static void mark_signaled (fm_monitor_t *m, int64_t job_id, int restarts, int64_t now)
@@ -666,7 +666,7 @@ static void execute (fm_monitor_t *m, const fm_action_t *a, int64_t now)
         if (fm_actions_job_info (m->act, a->job_id, &info, NULL) == 0) {
             mark_signaled (m, a->job_id, info.restarts, now);
         }
-        fm_job_info_clear (&info);
+        fm_actions_job_info_clear (&info);
         rc = fm_actions_signal_job (m->act, a->job_id, a->signal, true, &err);
         break;
     case FM_ACT_REQUEUE:
@@ -797,7 +797,7 @@ static int jobs_collect (fm_monitor_t *m, int64_t now, jobs_in_t *ji)
         fm_job_info_t info = {0};
         fm_error_t err;
         if (fm_actions_job_info (m->act, ids[i], &info, &err) < 0) {
-            fm_job_info_clear (&info);
+            fm_actions_job_info_clear (&info);
             continue;
         }
         fm_hostlist_t *hl = info.nodes && *info.nodes
@@ -822,7 +822,7 @@ static int jobs_collect (fm_monitor_t *m, int64_t now, jobs_in_t *ji)
             && now - sig_ns[i] < VALIDATE_YIELD_NS) {
             ji->waiting++;
         }
-        fm_job_info_clear (&info);
+        fm_actions_job_info_clear (&info);
     }
     free (ids);
     free (sig);
@@ -869,11 +869,11 @@ static json_t *state_build (fm_monitor_t *m, int64_t now, const fm_policy_params
                                "kind",
                                kind_name (e->kind),
                                "state",
-                               fm_state_name (e->state),
+                               fm_score_state_name (e->state),
                                "class",
-                               fm_class_name (e->cls),
+                               fm_localize_class_name (e->cls),
                                "side",
-                               fm_side_name (e->side),
+                               fm_localize_side_name (e->side),
                                "score",
                                e->score,
                                "since_ns",
@@ -1021,7 +1021,7 @@ static void backoff_set (fm_monitor_t *m, const char *node, int64_t until)
 
 static int command (fm_monitor_t *m, char *const argv[], char **out, fm_error_t *err)
 {
-    return fm_actions_command (&m->cmd_opts, argv, out, err);
+    return fm_actions_scontrol_command (&m->cmd_opts, argv, out, err);
 }
 
 static void
@@ -1327,7 +1327,7 @@ static void probation_judge (fm_monitor_t *m, int64_t now)
         char ev[200];
         fm_score_evidence (m->topo, e, ev, sizeof (ev));
         probation_fail (
-            m, now, "%s: validation failed: %s", fm_class_name (e->cls), ev);
+            m, now, "%s: validation failed: %s", fm_localize_class_name (e->cls), ev);
     } else if (clean >= pp->resume_windows && check == 1 && hi < thr) {
         validate_record (m,
                          now,
@@ -1569,7 +1569,7 @@ static void window_close (fm_monitor_t *m, int64_t end_ns)
             .name = name,
             .leaf = fm_topo_leaf_name (m->topo, fm_topo_node_leaf (m->topo, e->id)),
             .state = e->state,
-            .cls = fm_class_name (e->cls),
+            .cls = fm_localize_class_name (e->cls),
             .evidence = evid[np],
             .explain = expl[np],
             .healthy_windows = fm_score_node_clean (m->score, e->id),

@@ -61,7 +61,7 @@ void fm_policy_params_default (fm_policy_params_t *p)
     };
 }
 
-const char *fm_action_name (fm_action_kind_t k)
+const char *fm_policy_action_name (fm_action_kind_t k)
 {
     switch (k) {
     case FM_ACT_DRAIN:
@@ -688,7 +688,7 @@ int fm_policy_decide (fm_policy_t *pol,
                            e->name,
                            "%s %s: %s",
                            e->name,
-                           fm_state_name (e->state),
+                           fm_score_state_name (e->state),
                            e->evidence ? e->evidence : "")
                 < 0) {
                 strv_free (still, nstill);

@@ -147,7 +147,7 @@ int fm_policy_action_failed (fm_policy_t *pol, const fm_action_t *a);
 
 /* True if reason is one of ours. */
 bool fm_policy_reason_ours (const char *reason);
-const char *fm_action_name (fm_action_kind_t k);
+const char *fm_policy_action_name (fm_action_kind_t k);
 
 #define FM_POLICY_REASON_PREFIX "fabric:"
 

@@ -12,7 +12,7 @@
 #include "fm/api.h"
 #include "fmtime.h"
 #include "rendezvous.h"
-#include "report.h"
+#include "registration.h"
 
 /* The job's peer list (doc/api.md "Registration"); with_key only for reporters. */
 static json_t *
@@ -53,7 +53,7 @@ peers_json (fm_daemon_t *d, const fm_job_t *job, bool with_key, fm_response_t *r
                    "job_id",
                    (json_int_t)job->job_id,
                    "mode",
-                   fm_job_mode_name (job->mode),
+                   fm_registration_mode_name (job->mode),
                    "window_ns",
                    (json_int_t)job->window_ns,
                    "expected",

@@ -7,20 +7,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <jansson.h>
 
 #include "fm/api.h"
 
-/* Strict validation of request bodies (doc/api.md). Validators name the
- * offending field as a JSON path ("windows[3].links[0].sent").
+/* An agent's report (POST /v1/reports) as report_parse.c reads it: what the
+ * monitor, the store and the pages take.
  */
-typedef struct {
-    char field[256];
-    char message[512];
-    bool too_large; /* a count cap was exceeded: 413 rather than 400 */
-    bool syntax;    /* not JSON at all (invalid_json); field is empty */
-} fm_invalid_t;
-
 typedef struct {
     bool present;
     int64_t p50, p90, p99, max;
@@ -64,53 +56,5 @@ typedef struct {
     size_t nrecords;
     char *strings; /* the decoded strings that node and peer point into */
 } fm_report_t;
-
-/* Parse and validate a POST /v1/reports body (len bytes) against `now_ns`.
- * On failure -1/EINVAL with the field (or inv->syntax) in inv and *rep untouched.
- */
-int fm_report_parse (
-    const char *body, size_t len, int64_t now_ns, fm_report_t *rep, fm_invalid_t *inv);
-void fm_report_release (fm_report_t *rep);
-
-typedef struct {
-    const char *addr;
-    int64_t port;
-} fm_nic_addr_t;
-
-/* A job's mode (POST /v1/agents `mode`): observe only reports; protect also
- * lets fabricd act on what it sees. The values are stored: append only.
- */
-typedef enum {
-    FM_JOB_OBSERVE = 0,
-    FM_JOB_PROTECT = 1,
-} fm_job_mode_t;
-
-/* "observe", "protect"; "observe" for anything else. */
-const char *fm_job_mode_name (fm_job_mode_t mode);
-
-typedef struct {
-    int64_t job_id;
-    const char *node;
-    int64_t user_id;
-    const char *job_nodes; /* NULL when absent */
-    int64_t expected;      /* node count of job_nodes, 0 when absent */
-    const char *probe_addr;
-    int64_t probe_port;
-    fm_job_mode_t mode; /* FM_JOB_OBSERVE when absent */
-    char *nics_json;    /* compact array, malloc'd */
-} fm_registration_t;
-
-/* Validate a POST /v1/agents document. Strings are borrowed from root. */
-int fm_registration_parse (json_t *root, fm_registration_t *reg, fm_invalid_t *inv);
-void fm_registration_release (fm_registration_t *reg);
-
-/* Compact JSON text of o in malloc'd memory (never jansson's allocator, which
- * may be the request arena: see arena.h). NULL/ENOMEM.
- */
-char *fm_json_dump (const json_t *o);
-
-/* Shared field checks, also used for path parameters. */
-bool fm_node_name_valid (const char *s);
-bool fm_ip_literal_valid (const char *s);
 
 #endif /* FM_REPORT_H */

@@ -110,7 +110,7 @@ void fm_score_params_default (fm_score_params_t *p)
     p->flap_horizon_ns = 3600LL * 1000000000LL;
 }
 
-const char *fm_state_name (fm_state_t st)
+const char *fm_score_state_name (fm_state_t st)
 {
     switch (st) {
     case FM_STATE_SUSPECT:
@@ -966,7 +966,7 @@ int fm_score_evidence (const fm_topo_t *topo,
                          len,
                          "%s link flapping: %d down episodes, %.1f%% lost "
                          "(%.0f/%.0f probes) from %d %s",
-                         fm_side_name (e->side),
+                         fm_localize_side_name (e->side),
                          e->episodes,
                          100.0 * e->loss_ratio,
                          h->lost,
@@ -979,7 +979,7 @@ int fm_score_evidence (const fm_topo_t *topo,
                          len,
                          "%s delay +%.1fus over baseline from %d %s, "
                          "%d windows",
-                         fm_side_name (e->side),
+                         fm_localize_side_name (e->side),
                          h->delay_ns / 1000.0,
                          h->witnesses,
                          witness_noun (e->kind),
@@ -988,8 +988,8 @@ int fm_score_evidence (const fm_topo_t *topo,
     return snprintf (buf,
                      len,
                      "%s %s %.2f%% (%.0f/%.0f probes) from %d %s, %d windows",
-                     fm_side_name (e->side),
-                     fm_class_name (h->cls),
+                     fm_localize_side_name (e->side),
+                     fm_localize_class_name (h->cls),
                      100.0 * e->loss_ratio,
                      h->lost,
                      h->sent,
@@ -1012,8 +1012,8 @@ int fm_score_explain (const fm_topo_t *topo,
                   len,
                   "%s: %s %s since %.3fs (first implicated %.3fs), p=%d\n",
                   name,
-                  fm_state_name (e->state),
-                  fm_class_name (e->cls),
+                  fm_score_state_name (e->state),
+                  fm_localize_class_name (e->cls),
                   e->since_ns / 1e9,
                   e->first_ns / 1e9,
                   e->streak);
@@ -1042,8 +1042,8 @@ int fm_score_explain (const fm_topo_t *topo,
                       "  window@%.3fs %s %s llr=%.1f lost=%.0f/%.0f delay=%.1fus "
                       "flows=%d witnesses=%d%s%s%s\n",
                       h->end_ns / 1e9,
-                      fm_side_name (h->side),
-                      fm_class_name (h->cls),
+                      fm_localize_side_name (h->side),
+                      fm_localize_class_name (h->cls),
                       h->gain,
                       h->lost,
                       h->sent,

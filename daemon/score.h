@@ -177,6 +177,6 @@ int fm_score_explain (const fm_topo_t *topo,
                       char *buf,
                       size_t len);
 
-const char *fm_state_name (fm_state_t st);
+const char *fm_score_state_name (fm_state_t st);
 
 #endif /* FM_SCORE_H */

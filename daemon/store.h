@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "registration.h"
 #include "report.h"
 
 /* The store keeps jobs, agent registrations and report windows. It is an opaque

@@ -34,13 +34,13 @@ static int fail (sqlite3 *db, sqlite3_stmt *q, fm_error_t *err)
     return -1;
 }
 
-int fm_store_clock_series (fm_store_t *st,
-                           int64_t job_id,
-                           size_t buckets,
-                           size_t max_points,
-                           fm_clock_point_t **pts,
-                           size_t *n,
-                           fm_error_t *err)
+int fm_store_pages_clock_series (fm_store_t *st,
+                                 int64_t job_id,
+                                 size_t buckets,
+                                 size_t max_points,
+                                 fm_clock_point_t **pts,
+                                 size_t *n,
+                                 fm_error_t *err)
 {
     sqlite3 *db = fm_store_sqlite_db (st);
     sqlite3_stmt *q = NULL;

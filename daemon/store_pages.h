@@ -24,12 +24,12 @@ typedef struct {
  * ordered by node then time; at most max_points in all. malloc'd into *pts;
  * *n may be 0. -1/ENOTSUP for a backend without it.
  */
-int fm_store_clock_series (fm_store_t *st,
-                           int64_t job_id,
-                           size_t buckets,
-                           size_t max_points,
-                           fm_clock_point_t **pts,
-                           size_t *n,
-                           fm_error_t *err);
+int fm_store_pages_clock_series (fm_store_t *st,
+                                 int64_t job_id,
+                                 size_t buckets,
+                                 size_t max_points,
+                                 fm_clock_point_t **pts,
+                                 size_t *n,
+                                 fm_error_t *err);
 
 #endif /* FM_STORE_PAGES_H */

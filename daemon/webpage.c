@@ -574,7 +574,7 @@ void fm_webpage_job (fm_daemon_t *d,
     }
     if (fm_store_agents (d->store, job_id, &agents, &nagents, &err) < 0
         || fm_store_links (d->store, 0, job_id, 0, &links, &nlinks, &err) < 0
-        || fm_store_clock_series (
+        || fm_store_pages_clock_series (
                d->store, job_id, CLOCK_BUCKETS, CLOCK_MAX_POINTS, &clock, &nclock, &err)
                < 0) {
         fm_api_store_error (resp, errno, err.text);
@@ -598,7 +598,7 @@ void fm_webpage_job (fm_daemon_t *d,
         "<p class=\"meta\">mode %s &middot; owner uid %lld &middot; nodes %zu"
         " of %lld &middot; window %s &middot; since %s &middot; page made %s</p>\n",
         (long long)job_id,
-        fm_job_mode_name (job.mode),
+        fm_registration_mode_name (job.mode),
         (long long)job.user_id,
         nagents,
         (long long)job.expected,

@@ -146,7 +146,7 @@ int main (int argc, char *argv[])
         fm_job_info_t j;
         if ((rc = fm_actions_job_info (a, num (argv[1]), &j, &err)) == 0) {
             print_job (&j);
-            fm_job_info_clear (&j);
+            fm_actions_job_info_clear (&j);
         }
     } else if (!strcmp (cmd, "jobs") && argc == 2) {
         fm_job_info_t *v;
@@ -155,7 +155,7 @@ int main (int argc, char *argv[])
             for (size_t i = 0; i < n; i++) {
                 print_job (&v[i]);
             }
-            fm_job_info_free (v, n);
+            fm_actions_job_info_free (v, n);
         }
     } else {
         usage ();

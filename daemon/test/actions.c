@@ -108,7 +108,7 @@ static void test_parse_job (void **state)
     assert_string_equal (j.batch_host, "fmn2");
     assert_true (j.requeue);
     assert_int_equal (j.restarts, 2);
-    fm_job_info_clear (&j);
+    fm_actions_job_info_clear (&j);
     assert_null (j.nodes);
 
     assert_int_equal (
@@ -122,7 +122,7 @@ static void test_parse_job (void **state)
     assert_false (j.requeue);
     assert_string_equal (j.nodes, "");
     assert_string_equal (j.batch_host, "");
-    fm_job_info_clear (&j);
+    fm_actions_job_info_clear (&j);
 
     assert_int_equal (
         fm_actions_parse_job_line ("JobId=7 JobState=WEIRD Requeue=0 Restarts=0 "
@@ -340,7 +340,7 @@ static void test_scontrol_argv (void **state)
     assert_int_equal (fm_actions_jobs_on_node (f->a, "fmn2", &jobs, &n, &err), 0);
     assert_int_equal (n, 1);
     assert_int_equal (jobs[0].job_id, 9);
-    fm_job_info_free (jobs, n);
+    fm_actions_job_info_free (jobs, n);
     assert_non_null (strstr (fake_calls (f), "arg=-o\narg=show\narg=job\nend"));
 
     fake_write (

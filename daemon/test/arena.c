@@ -14,7 +14,6 @@
 #include <jansson.h>
 
 #include "arena.h"
-#include "report.h"
 
 static void test_arena (void **state)
 {
@@ -29,7 +28,7 @@ static void test_arena (void **state)
     assert_non_null (o);
     assert_true (fm_arena_used () > 0);
     /* The text is malloc'd: it survives the reset and free() takes it. */
-    text = fm_json_dump (o);
+    text = fm_arena_json_dump (o);
     assert_string_equal (text, "{\"node\":\"n1\",\"v\":[1,2]}");
     json_decref (o);
     fm_arena_reset ();

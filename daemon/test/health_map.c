@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "health_map.h"
-#include "report.h"
+#include "report_parse.h"
 #include "score.h"
 #include "topo.h"
 
@@ -114,7 +114,7 @@ static void test_valid (void **state)
     assert_non_null (a);
     assert_int_equal (json_array_size (a), 11);
     json_decref (a);
-    fm_report_release (&rep);
+    fm_report_parse_release (&rep);
 }
 
 /* records[idx] with `from` replaced by `to`, inside a full body. */
@@ -215,7 +215,7 @@ static void test_map_cap (void **state)
     if (parse (body_with (gpu_with (32)), &rep, &inv) < 0) {
         fail_msg ("%s", inv.message);
     }
-    fm_report_release (&rep);
+    fm_report_parse_release (&rep);
 }
 
 static size_t count_kind (const fm_health_event_t *ev,

@@ -287,17 +287,18 @@ static void test_invalid (void **state)
 
 static void test_llr (void **state)
 {
-    assert_true (fm_loss_llr (1000, 0, 1e-5) == 0);
-    assert_true (fm_loss_llr (1000, 0.005, 1e-5) == 0); /* below p0 */
+    assert_true (fm_localize_loss_llr (1000, 0, 1e-5) == 0);
+    assert_true (fm_localize_loss_llr (1000, 0.005, 1e-5) == 0); /* below p0 */
     /* 10 of 1000 against 1e-5: 10 ln(1000) + 990 ln(0.99 / 0.99999) */
     double want = 10 * log (0.01 / 1e-5) + 990 * log (0.99 / (1 - 1e-5));
-    assert_true (fabs (fm_loss_llr (1000, 10, 1e-5) - want) < 1e-9);
-    assert_true (fm_loss_llr (50, 50, 1e-5) > 500);
-    assert_true (fm_delay_llr (100, 4, 4 * 1000, 2000) == 0); /* 1 us < 2 us */
-    assert_true (fabs (fm_delay_llr (100, 4, 4 * 5000, 2000) - 1250 * 0.36) < 1e-9);
-    assert_true (fabs (fm_delay_llr (100, 4, 4 * 5000, 0) - 1250) < 1e-9);
-    assert_string_equal (fm_class_name (FM_CLASS_FLAP), "flap");
-    assert_string_equal (fm_side_name (FM_SIDE_RX), "rx");
+    assert_true (fabs (fm_localize_loss_llr (1000, 10, 1e-5) - want) < 1e-9);
+    assert_true (fm_localize_loss_llr (50, 50, 1e-5) > 500);
+    assert_true (fm_localize_delay_llr (100, 4, 4 * 1000, 2000) == 0); /* 1 us < 2 us */
+    assert_true (fabs (fm_localize_delay_llr (100, 4, 4 * 5000, 2000) - 1250 * 0.36)
+                 < 1e-9);
+    assert_true (fabs (fm_localize_delay_llr (100, 4, 4 * 5000, 0) - 1250) < 1e-9);
+    assert_string_equal (fm_localize_class_name (FM_CLASS_FLAP), "flap");
+    assert_string_equal (fm_localize_side_name (FM_SIDE_RX), "rx");
 }
 
 int main (void)

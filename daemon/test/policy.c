@@ -448,7 +448,7 @@ static void test_invalid (void **state)
     fm_policy_destroy (NULL);
     fm_policy_output_free (NULL);
     fm_policy_output_free (&out);
-    assert_string_equal (fm_action_name (FM_ACT_REQUEUE), "requeue");
+    assert_string_equal (fm_policy_action_name (FM_ACT_REQUEUE), "requeue");
     fm_policy_destroy (pol);
 }
 

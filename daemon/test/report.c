@@ -13,7 +13,9 @@
 #include <cmocka.h>
 
 #include "fm/api.h"
-#include "report.h"
+#include "registration.h"
+#include "report_parse.h"
+#include "validate.h"
 
 #define NOW 1800000000000000000LL
 
@@ -85,7 +87,7 @@ static void test_valid (void **state)
     assert_non_null (strstr (rep.windows[0].health_json, "\"mlx5_0\""));
     assert_false (rep.final);
     assert_false (rep.windows[0].has_drift);
-    fm_report_release (&rep);
+    fm_report_parse_release (&rep);
     assert_int_equal (
         parse (mutate ("\"error_ns\":4", "\"error_ns\":4,\"drift_ppb\":-25.5e3"),
                NOW,
@@ -94,15 +96,15 @@ static void test_valid (void **state)
         0);
     assert_true (rep.windows[0].has_drift);
     assert_true (rep.windows[0].clock_drift_ppb == -25500);
-    fm_report_release (&rep);
-    fm_report_release (NULL);
+    fm_report_parse_release (&rep);
+    fm_report_parse_release (NULL);
     for (int v = 0; v < 2; v++) {
         char *t;
         assert_true (asprintf (&t, "{\"final\":%s,%s", v ? "true" : "false", valid + 1)
                      > 0);
         assert_int_equal (parse (t, NOW, &rep, &inv), 0);
         assert_int_equal (rep.final, v == 1);
-        fm_report_release (&rep);
+        fm_report_parse_release (&rep);
         free (t);
     }
 }
@@ -245,12 +247,12 @@ static void test_probe_drops (void **state)
     for (int i = 0; i < FM_API_PROBE_DROP_NREASONS; i++) {
         assert_int_equal (rep.windows[0].probe_drops[i], i == 4 ? 5 : i == 6 ? 2 : 0);
     }
-    fm_report_release (&rep);
+    fm_report_parse_release (&rep);
     assert_int_equal (parse (valid, NOW, &rep, &inv), 0);
     for (int i = 0; i < FM_API_PROBE_DROP_NREASONS; i++) {
         assert_int_equal (rep.windows[0].probe_drops[i], 0);
     }
-    fm_report_release (&rep);
+    fm_report_parse_release (&rep);
 }
 
 static void test_syntax (void **state)
@@ -272,7 +274,7 @@ static void test_syntax (void **state)
     text = mutate ("\"node\":\"n1\"", "\"node\":\"\\u006e1\"");
     assert_int_equal (parse (text, NOW, &rep, &inv), 0);
     assert_string_equal (rep.node, "n1");
-    fm_report_release (&rep);
+    fm_report_parse_release (&rep);
     text = mutate ("\"node\":\"n1\"", "\"node\":\"n\\u00e9\"");
     assert_int_equal (parse (text, NOW, &rep, &inv), -1);
     assert_string_equal (inv.field, "node");
@@ -360,7 +362,7 @@ static void test_registration (void **state)
     json_object_set_new (o, "mode", json_string ("protect"));
     assert_int_equal (fm_registration_parse (o, &reg, &inv), 0);
     assert_int_equal (reg.mode, FM_JOB_PROTECT);
-    assert_string_equal (fm_job_mode_name (reg.mode), "protect");
+    assert_string_equal (fm_registration_mode_name (reg.mode), "protect");
     fm_registration_release (&reg);
     json_object_set_new (o, "mode", json_string ("off"));
     assert_int_equal (fm_registration_parse (o, &reg, &inv), -1);
@@ -398,19 +400,19 @@ static void test_registration (void **state)
 
 static void test_names (void **state)
 {
-    assert_true (fm_node_name_valid ("fmn01.rack-2_a"));
-    assert_false (fm_node_name_valid (""));
-    assert_false (fm_node_name_valid (NULL));
-    assert_false (fm_node_name_valid ("_x"));
-    assert_false (fm_node_name_valid ("a b"));
-    assert_false (fm_node_name_valid ("a/b"));
-    assert_true (fm_node_name_valid (
+    assert_true (fm_validate_node_name ("fmn01.rack-2_a"));
+    assert_false (fm_validate_node_name (""));
+    assert_false (fm_validate_node_name (NULL));
+    assert_false (fm_validate_node_name ("_x"));
+    assert_false (fm_validate_node_name ("a b"));
+    assert_false (fm_validate_node_name ("a/b"));
+    assert_true (fm_validate_node_name (
         "a123456789012345678901234567890123456789012345678901234567890bc"));
-    assert_false (fm_node_name_valid (
+    assert_false (fm_validate_node_name (
         "a123456789012345678901234567890123456789012345678901234567890bcd"));
-    assert_true (fm_ip_literal_valid ("127.0.0.1"));
-    assert_true (fm_ip_literal_valid ("fe80::1"));
-    assert_false (fm_ip_literal_valid ("localhost"));
+    assert_true (fm_validate_ip_literal ("127.0.0.1"));
+    assert_true (fm_validate_ip_literal ("fe80::1"));
+    assert_false (fm_validate_ip_literal ("localhost"));
 }
 
 int main (void)

@@ -504,7 +504,7 @@ static void test_invalid (void **state)
     assert_null (fm_score_create (fx->topo, &p));
     assert_null (fm_score_create (NULL, &p));
     fm_score_destroy (NULL);
-    assert_string_equal (fm_state_name (FM_STATE_DEGRADED), "degraded");
+    assert_string_equal (fm_score_state_name (FM_STATE_DEGRADED), "degraded");
     fx_free (fx);
 }
 

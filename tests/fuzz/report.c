@@ -9,12 +9,15 @@
 
 #include <jansson.h>
 
-#include "report.h"
+#include "registration.h"
+#include "report_parse.h"
+#include "validate.h"
 #include "fuzz.h"
 
-/* POST /v1/reports and POST /v1/agents bodies (daemon/report.c). The report
- * validator has its own streaming JSON lexer, so jansson serves as the oracle:
- * a body the validator accepts must be JSON that jansson parses too.
+/* POST /v1/reports and POST /v1/agents bodies (daemon/report_parse.c,
+ * daemon/registration.c). The report validator has its own streaming JSON lexer, so
+ * jansson serves as the oracle: a body the validator accepts must be JSON that jansson
+ * parses too.
  */
 
 /* Window times are checked against "now": a fixed one (2027-01-15T08:00:00Z,
@@ -32,7 +35,7 @@ static void check_report (const uint8_t *data, size_t size, const fm_report_t *r
     size_t records = 0;
     json_t *o;
 
-    fuzz_check (fm_node_name_valid (rep->node));
+    fuzz_check (fm_validate_node_name (rep->node));
     fuzz_check (rep->job_id >= 1);
     fuzz_check (rep->nwindows >= 1);
     for (size_t i = 0; i < rep->nwindows; i++) {
@@ -46,7 +49,7 @@ static void check_report (const uint8_t *data, size_t size, const fm_report_t *r
         json_decref (h);
         for (size_t j = 0; j < w->nlinks; j++) {
             const fm_link_rec_t *l = &w->links[j];
-            fuzz_check (fm_node_name_valid (l->peer));
+            fuzz_check (fm_validate_node_name (l->peer));
             fuzz_check (l->dir == FM_DIR_OUT || l->dir == FM_DIR_IN);
             fuzz_check (l->lost <= l->sent && l->reordered <= l->received);
             fuzz_check (!l->rtt.present
@@ -70,7 +73,7 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 
     if (fm_report_parse ((const char *)data, size, NOW_NS, &rep, &inv) == 0) {
         check_report (data, size, &rep);
-        fm_report_release (&rep);
+        fm_report_parse_release (&rep);
     } else {
         fuzz_check (errno == EINVAL || errno == ENOMEM);
         fuzz_check (terminated (inv.field, sizeof (inv.field)));
@@ -81,8 +84,8 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     if ((root = json_loadb ((const char *)data, size, 0, NULL))) {
         fm_registration_t reg;
         if (fm_registration_parse (root, &reg, &inv) == 0) {
-            fuzz_check (fm_node_name_valid (reg.node));
-            fuzz_check (fm_ip_literal_valid (reg.probe_addr));
+            fuzz_check (fm_validate_node_name (reg.node));
+            fuzz_check (fm_validate_ip_literal (reg.probe_addr));
             fuzz_check (reg.probe_port >= 1 && reg.probe_port <= 65535);
             fuzz_check (reg.nics_json != NULL);
             fm_registration_release (&reg);
