@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "policy.h"
+#include "strlist.h"
 
 #define HOUR_NS (3600LL * 1000000000LL)
 
@@ -107,14 +108,6 @@ fm_policy_t *fm_policy_create (const fm_policy_params_t *p)
     return pol;
 }
 
-static void strv_free (char **v, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        free (v[i]);
-    }
-    free (v);
-}
-
 void fm_policy_destroy (fm_policy_t *pol)
 {
     if (pol) {
@@ -125,8 +118,8 @@ void fm_policy_destroy (fm_policy_t *pol)
         free (pol->mem);
         free (pol->drains);
         free (pol->prot);
-        strv_free (pol->elem_alarmed, pol->nelem_alarmed);
-        strv_free (pol->leaf_alarmed, pol->nleaf_alarmed);
+        fm_strlist_free (pol->elem_alarmed, pol->nelem_alarmed);
+        fm_strlist_free (pol->leaf_alarmed, pol->nleaf_alarmed);
         free (pol);
         errno = saved;
     }
@@ -205,29 +198,6 @@ static void mem_gc (fm_policy_t *pol)
         pol->mem[keep++] = *m;
     }
     pol->nmem = keep;
-}
-
-static bool strv_has (char **v, size_t n, const char *s)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (strcmp (v[i], s) == 0) {
-            return true;
-        }
-    }
-    return false;
-}
-
-static int strv_add (char ***v, size_t *n, size_t *cap, const char *s)
-{
-    if (grow ((void **)v, cap, *n + 1, sizeof (char *)) < 0) {
-        return -1;
-    }
-    if (!((*v)[*n] = strdup (s))) {
-        errno = ENOMEM;
-        return -1;
-    }
-    (*n)++;
-    return 0;
 }
 
 static fm_action_t *act_add (fm_policy_t *pol,
@@ -402,7 +372,7 @@ attribute (fm_policy_t *pol, const fm_policy_input_t *in, fm_policy_output_t *ou
         if (n->state != FM_STATE_FAILED || !n->leaf || has_reason (n)) {
             continue;
         }
-        if (strv_has (pol->leaf_alarmed, pol->nleaf_alarmed, n->leaf)) {
+        if (fm_strlist_has (pol->leaf_alarmed, pol->nleaf_alarmed, n->leaf)) {
             continue;
         }
         size_t count = 0;
@@ -424,7 +394,7 @@ attribute (fm_policy_t *pol, const fm_policy_input_t *in, fm_policy_output_t *ou
                        count,
                        n->leaf)
                 < 0
-            || strv_add (
+            || fm_strlist_add (
                    &pol->leaf_alarmed, &pol->nleaf_alarmed, &pol->leaf_cap, n->leaf)
                    < 0) {
             return -1;
@@ -671,7 +641,7 @@ int fm_policy_decide (fm_policy_t *pol,
         return -1;
     }
     if (!refused) {
-        strv_free (pol->leaf_alarmed, pol->nleaf_alarmed);
+        fm_strlist_free (pol->leaf_alarmed, pol->nleaf_alarmed);
         pol->leaf_alarmed = NULL;
         pol->nleaf_alarmed = pol->leaf_cap = 0;
     }
@@ -683,7 +653,7 @@ int fm_policy_decide (fm_policy_t *pol,
         if (e->state < FM_STATE_DEGRADED) {
             continue;
         }
-        if (!strv_has (pol->elem_alarmed, pol->nelem_alarmed, e->name)) {
+        if (!fm_strlist_has (pol->elem_alarmed, pol->nelem_alarmed, e->name)) {
             if (alarm_add (out,
                            e->name,
                            "%s %s: %s",
@@ -691,16 +661,16 @@ int fm_policy_decide (fm_policy_t *pol,
                            fm_score_state_name (e->state),
                            e->evidence ? e->evidence : "")
                 < 0) {
-                strv_free (still, nstill);
+                fm_strlist_free (still, nstill);
                 return -1;
             }
         }
-        if (strv_add (&still, &nstill, &still_cap, e->name) < 0) {
-            strv_free (still, nstill);
+        if (fm_strlist_add (&still, &nstill, &still_cap, e->name) < 0) {
+            fm_strlist_free (still, nstill);
             return -1;
         }
     }
-    strv_free (pol->elem_alarmed, pol->nelem_alarmed);
+    fm_strlist_free (pol->elem_alarmed, pol->nelem_alarmed);
     pol->elem_alarmed = still;
     pol->nelem_alarmed = nstill;
     pol->elem_cap = still_cap;
