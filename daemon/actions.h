@@ -165,24 +165,25 @@ void fm_actions_job_info_free (fm_job_info_t *jobs, size_t count);
 
 const char *fm_actions_result_name (int result); /* "done", "already", "foreign" */
 
-/* Helpers shared by the backends, exposed for the unit tests. */
-
 /* Make reason safe for Slurm: control characters become spaces, '"' becomes
  * '\'' (scontrol strips a leading and a trailing quote), runs of spaces
  * collapse, ends are trimmed, and it is cut to size - 1 bytes on a UTF-8
  * character boundary. 0, or -1/EINVAL when nothing is left or size < 2.
  */
 int fm_actions_reason_format (const char *in, char *out, size_t size);
+/* The scontrol backend's text parsers (actions_scontrol.c), exposed for the
+ * unit tests.
+ */
 /* Parse one line of `scontrol -o show node`. -1/EINVAL (err) when malformed. */
-int fm_actions_parse_node_line (const char *line,
-                                fm_node_info_t *info,
-                                fm_error_t *err);
+int fm_actions_scontrol_parse_node_line (const char *line,
+                                         fm_node_info_t *info,
+                                         fm_error_t *err);
 /* Parse one line of `scontrol -o show job` (info->nodes malloc'd). */
-int fm_actions_parse_job_line (const char *line, fm_job_info_t *info, fm_error_t *err);
+int fm_actions_scontrol_parse_job_line (const char *line,
+                                        fm_job_info_t *info,
+                                        fm_error_t *err);
 /* errno for Slurm's message (scontrol/scancel output or slurm_strerror()). */
-int fm_actions_errno_from_message (const char *msg);
-/* Node state from Slurm's name ("IDLE+DRAIN", "MIXED*"); 0 when unknown. */
-unsigned fm_actions_node_state_parse (const char *s);
+int fm_actions_scontrol_errno_from_message (const char *msg);
 
 /* The backend vtable. Backends fill plain data; actions.c does the checks,
  * idempotence and dry_run. Each returns 0 or -1/errno with err.

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -25,6 +26,307 @@ extern char **environ;
  */
 #define OUT_MAX (32u << 20)
 #define ERR_MAX 4096u
+
+/* The value of " Key=" in a `scontrol -o` line (key at the start or after a
+ * space, so "NodeList" is not "ReqNodeList"), up to the next space. NULL when
+ * absent.
+ */
+static const char *field (const char *line, const char *key, size_t *len)
+{
+    size_t kl = strlen (key);
+
+    for (const char *p = line; (p = strstr (p, key)); p += kl) {
+        if ((p == line || p[-1] == ' ') && p[kl] == '=') {
+            const char *v = p + kl + 1;
+            *len = strcspn (v, " \n");
+            return v;
+        }
+    }
+    return NULL;
+}
+
+static bool field_copy (const char *line, const char *key, char *buf, size_t size)
+{
+    size_t len;
+    const char *v = field (line, key, &len);
+
+    if (!v || len >= size) {
+        return false;
+    }
+    memcpy (buf, v, len);
+    buf[len] = '\0';
+    if (!strcmp (buf, "(null)")) {
+        buf[0] = '\0';
+    }
+    return true;
+}
+
+static bool parse_i64 (const char *s, int64_t *out)
+{
+    char *end;
+    long long v;
+
+    errno = 0;
+    v = strtoll (s, &end, 10);
+    if (errno || end == s || *end) {
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+static unsigned node_state_parse (const char *s)
+{
+    static const struct {
+        const char *name;
+        unsigned bit;
+    } names[] = {
+        {"IDLE", FM_NODE_IDLE},
+        {"ALLOCATED", FM_NODE_ALLOC},
+        {"ALLOC", FM_NODE_ALLOC},
+        {"MIXED", FM_NODE_MIXED},
+        {"DOWN", FM_NODE_DOWN},
+        {"DRAIN", FM_NODE_DRAIN},
+        {"DRAINED", FM_NODE_DRAIN},
+        {"DRAINING", FM_NODE_DRAIN},
+        {"FAIL", FM_NODE_FAIL},
+        {"FAILING", FM_NODE_FAIL},
+        {"COMPLETING", FM_NODE_COMPLETING},
+        {"NOT_RESPONDING", FM_NODE_NO_RESPOND},
+        {"MAINTENANCE", FM_NODE_MAINT},
+        {"MAINT", FM_NODE_MAINT},
+        {"RESERVED", FM_NODE_RESERVED},
+        {"FUTURE", FM_NODE_FUTURE},
+        {"UNKNOWN", FM_NODE_UNKNOWN},
+    };
+    unsigned state = 0;
+    char word[32];
+
+    while (s && *s) {
+        size_t len = strcspn (s, "+");
+        if (len > 0 && len < sizeof (word)) {
+            memcpy (word, s, len);
+            word[len] = '\0';
+            /* sinfo-style suffixes: '*' not responding, '~' powered off, ... */
+            size_t wl = len;
+            while (wl > 0 && strchr ("*~#!%$@^-", word[wl - 1])) {
+                if (word[wl - 1] == '*') {
+                    state |= FM_NODE_NO_RESPOND;
+                }
+                word[--wl] = '\0';
+            }
+            for (size_t i = 0; i < sizeof (names) / sizeof (names[0]); i++) {
+                if (!strcasecmp (word, names[i].name)) {
+                    state |= names[i].bit;
+                    break;
+                }
+            }
+        }
+        s += len;
+        if (*s == '+') {
+            s++;
+        }
+    }
+    return state;
+}
+
+int fm_actions_scontrol_parse_node_line (const char *line,
+                                         fm_node_info_t *info,
+                                         fm_error_t *err)
+{
+    fm_node_info_t n = {0};
+    char state[128], weight[24];
+    const char *r;
+
+    if (!line || !info) {
+        errno = EINVAL;
+        return fm_errprintf (err, "invalid argument");
+    }
+    if (!field_copy (line, "NodeName", n.name, sizeof (n.name)) || !n.name[0]) {
+        errno = EINVAL;
+        return fm_errprintf (err, "node line without a valid NodeName=");
+    }
+    if (!field_copy (line, "State", state, sizeof (state))
+        || !(n.state = node_state_parse (state))) {
+        errno = EINVAL;
+        return fm_errprintf (err, "node %s: no valid State=", n.name);
+    }
+    if (!field_copy (line, "Weight", weight, sizeof (weight))
+        || !parse_i64 (weight, &n.weight)) {
+        errno = EINVAL;
+        return fm_errprintf (err, "node %s: no valid Weight=", n.name);
+    }
+    /* Reason is free text and comes last: the rest of the line, less the
+     * " [user@time]" Slurm appends.
+     */
+    size_t len;
+    if ((r = field (line, "Reason", &len))) {
+        len = strcspn (r, "\n");
+        while (len > 0 && r[len - 1] == ' ') {
+            len--;
+        }
+        if (len > 0 && r[len - 1] == ']') {
+            const char *open = NULL;
+            for (const char *q = r; q < r + len; q++) {
+                if (q[0] == ' ' && q[1] == '[') {
+                    open = q;
+                }
+            }
+            if (open && memchr (open, '@', (size_t)(r + len - open))) {
+                len = (size_t)(open - r);
+            }
+        }
+        if (len >= sizeof (n.reason)) {
+            len = sizeof (n.reason) - 1;
+        }
+        memcpy (n.reason, r, len);
+        n.reason[len] = '\0';
+        if (!strcmp (n.reason, "(null)")) {
+            n.reason[0] = '\0';
+        }
+    }
+    *info = n;
+    return 0;
+}
+
+static fm_job_state_t job_state_parse (const char *s, bool *completing, bool *ok)
+{
+    static const struct {
+        const char *name;
+        fm_job_state_t state;
+        bool completing;
+    } names[] = {
+        {"PENDING", FM_JOB_PENDING, false},
+        {"REQUEUED", FM_JOB_PENDING, true},
+        {"REQUEUE_HOLD", FM_JOB_PENDING, true},
+        {"REQUEUE_FED", FM_JOB_PENDING, true},
+        {"SPECIAL_EXIT", FM_JOB_PENDING, false},
+        {"RESV_DEL_HOLD", FM_JOB_PENDING, false},
+        {"RUNNING", FM_JOB_RUNNING, false},
+        {"CONFIGURING", FM_JOB_RUNNING, false},
+        {"RESIZING", FM_JOB_RUNNING, false},
+        {"SUSPENDED", FM_JOB_SUSPENDED, false},
+        {"STOPPED", FM_JOB_SUSPENDED, false},
+        {"COMPLETING", FM_JOB_ENDED, true},
+        {"SIGNALING", FM_JOB_ENDED, true},
+        {"STAGE_OUT", FM_JOB_ENDED, true},
+        {"COMPLETED", FM_JOB_ENDED, false},
+        {"CANCELLED", FM_JOB_ENDED, false},
+        {"FAILED", FM_JOB_ENDED, false},
+        {"TIMEOUT", FM_JOB_ENDED, false},
+        {"NODE_FAIL", FM_JOB_ENDED, false},
+        {"PREEMPTED", FM_JOB_ENDED, false},
+        {"BOOT_FAIL", FM_JOB_ENDED, false},
+        {"DEADLINE", FM_JOB_ENDED, false},
+        {"OUT_OF_MEMORY", FM_JOB_ENDED, false},
+        {"REVOKED", FM_JOB_ENDED, false},
+    };
+
+    for (size_t i = 0; i < sizeof (names) / sizeof (names[0]); i++) {
+        if (!strcmp (s, names[i].name)) {
+            *completing = names[i].completing;
+            *ok = true;
+            return names[i].state;
+        }
+    }
+    *ok = false;
+    return FM_JOB_ENDED;
+}
+
+int fm_actions_scontrol_parse_job_line (const char *line,
+                                        fm_job_info_t *info,
+                                        fm_error_t *err)
+{
+    fm_job_info_t j = {0};
+    char buf[32];
+    int64_t v;
+    bool ok;
+    size_t len;
+    const char *nodes;
+
+    if (!line || !info) {
+        errno = EINVAL;
+        return fm_errprintf (err, "invalid argument");
+    }
+    if (!field_copy (line, "JobId", buf, sizeof (buf)) || !parse_i64 (buf, &v)
+        || v <= 0) {
+        errno = EINVAL;
+        return fm_errprintf (err, "job line without a valid JobId=");
+    }
+    j.job_id = v;
+    if (!field_copy (line, "JobState", j.state_name, sizeof (j.state_name))) {
+        errno = EINVAL;
+        return fm_errprintf (err, "job %" PRId64 ": no JobState=", j.job_id);
+    }
+    j.state = job_state_parse (j.state_name, &j.completing, &ok);
+    if (!ok) {
+        errno = EINVAL;
+        return fm_errprintf (
+            err, "job %" PRId64 ": unknown JobState=%s", j.job_id, j.state_name);
+    }
+    if (!field_copy (line, "Requeue", buf, sizeof (buf)) || !parse_i64 (buf, &v)) {
+        errno = EINVAL;
+        return fm_errprintf (err, "job %" PRId64 ": no valid Requeue=", j.job_id);
+    }
+    j.requeue = v != 0;
+    if (!field_copy (line, "Restarts", buf, sizeof (buf)) || !parse_i64 (buf, &v)
+        || v < 0 || v > 65535) {
+        errno = EINVAL;
+        return fm_errprintf (err, "job %" PRId64 ": no valid Restarts=", j.job_id);
+    }
+    j.restarts = (int)v;
+    if (!field_copy (line, "BatchHost", j.batch_host, sizeof (j.batch_host))) {
+        j.batch_host[0] = '\0';
+    }
+    if (!(nodes = field (line, "NodeList", &len))) {
+        errno = EINVAL;
+        return fm_errprintf (err, "job %" PRId64 ": no NodeList=", j.job_id);
+    }
+    if (len == 6 && !strncmp (nodes, "(null)", 6)) {
+        len = 0;
+    }
+    if (!(j.nodes = strndup (nodes, len))) {
+        return fm_errprintf (err, "out of memory");
+    }
+    *info = j;
+    return 0;
+}
+
+int fm_actions_scontrol_errno_from_message (const char *msg)
+{
+    static const struct {
+        const char *text;
+        int errnum;
+    } table[] = {
+        {"Unable to contact slurm controller", EAGAIN},
+        {"Socket timed out", EAGAIN},
+        {"connect failure", EAGAIN},
+        {"Connection refused", EAGAIN},
+        {"Communication connection failure", EAGAIN},
+        {"Zero Bytes were transmitted", EAGAIN},
+        {"standby mode", EAGAIN},
+        {"Protocol authentication error", EAGAIN},
+        {"timed out", EAGAIN},
+        {"Invalid node name", ENOENT},
+        {"not found", ENOENT},
+        {"Invalid job id", ESRCH},
+        {"already completing or completed", ESRCH},
+        {"Job is pending execution", ESRCH},
+        {"Access/permission denied", EPERM},
+        {"presently disabled", EPERM},
+        {"Invalid node state", EINVAL},
+    };
+
+    if (!msg) {
+        return EIO;
+    }
+    for (size_t i = 0; i < sizeof (table) / sizeof (table[0]); i++) {
+        if (strcasestr (msg, table[i].text)) {
+            return table[i].errnum;
+        }
+    }
+    return EIO;
+}
 
 typedef struct {
     char *conf_env; /* "SLURM_CONF=..." or NULL */
@@ -254,7 +556,7 @@ static int sc_run (sc_t *sc, char *const argv[], char **out, fm_error_t *err)
         /* scontrol prints some refusals ("Node x not found") on stdout. */
         const char *src = be.len ? be.data : (bo.len ? bo.data : "");
         last_line (src, msg, sizeof (msg));
-        e = fm_actions_errno_from_message (msg);
+        e = fm_actions_scontrol_errno_from_message (msg);
         if (WIFSIGNALED (status)) {
             fm_errprintf (err, "%s killed by signal %d", argv[0], WTERMSIG (status));
         } else {
@@ -368,7 +670,7 @@ static int node_line (const char *line, void *arg, fm_error_t *err)
     if (!n) {
         return fm_errprintf (err, "out of memory");
     }
-    if (fm_actions_parse_node_line (line, n, err) < 0) {
+    if (fm_actions_scontrol_parse_node_line (line, n, err) < 0) {
         ((vec_t *)arg)->n--;
         return -1;
     }
@@ -440,7 +742,7 @@ static int job_line (const char *line, void *arg, fm_error_t *err)
     if (!j) {
         return fm_errprintf (err, "out of memory");
     }
-    if (fm_actions_parse_job_line (line, j, err) < 0) {
+    if (fm_actions_scontrol_parse_job_line (line, j, err) < 0) {
         ((vec_t *)arg)->n--;
         return -1;
     }

@@ -239,12 +239,7 @@ static void admin_run (fm_monitor_t *m, cmd_t *c)
     } else if (rc < 0) {
         snprintf (rec.result, sizeof (rec.result), "error: %.56s", c->err.text);
     } else {
-        snprintf (c->result,
-                  sizeof (c->result),
-                  "%s",
-                  rc == FM_ACTIONS_ALREADY   ? "already"
-                  : rc == FM_ACTIONS_FOREIGN ? "foreign"
-                                             : "done");
+        snprintf (c->result, sizeof (c->result), "%s", fm_actions_result_name (rc));
         snprintf (rec.result, sizeof (rec.result), "%s", c->result);
     }
     fm_notice ("admin (uid %u): %s %s: %s", c->uid, rec.kind, c->node, rec.result);

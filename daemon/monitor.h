@@ -94,6 +94,6 @@ int fm_monitor_admin (fm_monitor_t *m,
                       size_t result_len,
                       fm_error_t *err);
 
-#define FM_MONITOR_MANUAL_PREFIX "fabric: manual:"
+#define FM_MONITOR_MANUAL_PREFIX FM_POLICY_REASON_PREFIX " manual:"
 
 #endif /* FM_MONITOR_H */

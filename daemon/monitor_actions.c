@@ -179,12 +179,7 @@ void fm_monitor_actions_execute (fm_monitor_t *m, const fm_action_t *a, int64_t 
             fm_policy_action_failed (m->pol, a);
         }
     } else {
-        snprintf (rec.result,
-                  sizeof (rec.result),
-                  "%s",
-                  rc == FM_ACTIONS_ALREADY   ? "already"
-                  : rc == FM_ACTIONS_FOREIGN ? "foreign"
-                                             : "done");
+        snprintf (rec.result, sizeof (rec.result), "%s", fm_actions_result_name (rc));
         fm_notice ("policy: %s %s job %" PRId64 ": %s (%s)",
                    rec.kind,
                    a->node,

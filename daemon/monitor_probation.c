@@ -211,7 +211,8 @@ static void probation_start (
                   sizeof (reason),
                   "fabric: validation: cannot submit the validation job: %.150s",
                   out ? out : err.text);
-        validate_record (m, now, "error", "%s", reason + strlen ("fabric: "));
+        validate_record (
+            m, now, "error", "%s", reason + strlen (FM_POLICY_REASON_PREFIX " "));
         m->prob.job_id = 0;
         free (out);
         fm_monitor_probation_end (m, reason, now);
@@ -286,7 +287,7 @@ static void probation_fail (fm_monitor_t *m, int64_t now, const char *fmt, ...)
 {
     char reason[256];
     va_list ap;
-    int n = snprintf (reason, sizeof (reason), "fabric: ");
+    int n = snprintf (reason, sizeof (reason), "%s ", FM_POLICY_REASON_PREFIX);
 
     va_start (ap, fmt);
     vsnprintf (reason + n, sizeof (reason) - (size_t)n, fmt, ap);

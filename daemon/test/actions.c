@@ -63,35 +63,40 @@ static void test_parse_node (void **state)
     fm_node_info_t n;
     fm_error_t err = {{0}};
 
-    assert_int_equal (fm_actions_parse_node_line (node_line, &n, &err), 0);
+    assert_int_equal (fm_actions_scontrol_parse_node_line (node_line, &n, &err), 0);
     assert_string_equal (n.name, "fmn1");
     assert_int_equal (n.state, FM_NODE_IDLE | FM_NODE_DRAIN);
     assert_int_equal (n.weight, 17);
     assert_string_equal (n.reason, "fabric: loss: 5% a=b");
 
-    assert_int_equal (
-        fm_actions_parse_node_line ("NodeName=a State=MIXED* Weight=1", &n, &err), 0);
+    assert_int_equal (fm_actions_scontrol_parse_node_line (
+                          "NodeName=a State=MIXED* Weight=1", &n, &err),
+                      0);
     assert_int_equal (n.state, FM_NODE_MIXED | FM_NODE_NO_RESPOND);
     assert_string_equal (n.reason, "");
     /* A reason that happens to end in brackets without "user@" keeps them. */
     assert_int_equal (
-        fm_actions_parse_node_line (
+        fm_actions_scontrol_parse_node_line (
             "NodeName=a State=DOWN+DRAIN Weight=1 Reason=see [ticket 7]", &n, &err),
         0);
     assert_string_equal (n.reason, "see [ticket 7]");
     assert_int_equal (n.state, FM_NODE_DOWN | FM_NODE_DRAIN);
 
     errno = 0;
-    assert_int_equal (fm_actions_parse_node_line ("State=IDLE Weight=1", &n, &err), -1);
+    assert_int_equal (
+        fm_actions_scontrol_parse_node_line ("State=IDLE Weight=1", &n, &err), -1);
     assert_int_equal (errno, EINVAL);
     assert_non_null (strstr (err.text, "NodeName"));
-    assert_int_equal (
-        fm_actions_parse_node_line ("NodeName=a State=BOGUS Weight=1", &n, &err), -1);
-    assert_int_equal (
-        fm_actions_parse_node_line ("NodeName=a State=IDLE Weight=x", &n, &err), -1);
+    assert_int_equal (fm_actions_scontrol_parse_node_line (
+                          "NodeName=a State=BOGUS Weight=1", &n, &err),
+                      -1);
+    assert_int_equal (fm_actions_scontrol_parse_node_line (
+                          "NodeName=a State=IDLE Weight=x", &n, &err),
+                      -1);
     /* "CfgWeight=" is not "Weight=". */
-    assert_int_equal (
-        fm_actions_parse_node_line ("NodeName=a State=IDLE CfgWeight=3", &n, &err), -1);
+    assert_int_equal (fm_actions_scontrol_parse_node_line (
+                          "NodeName=a State=IDLE CfgWeight=3", &n, &err),
+                      -1);
 }
 
 static void test_parse_job (void **state)
@@ -99,7 +104,7 @@ static void test_parse_job (void **state)
     fm_job_info_t j;
     fm_error_t err = {{0}};
 
-    assert_int_equal (fm_actions_parse_job_line (job_line, &j, &err), 0);
+    assert_int_equal (fm_actions_scontrol_parse_job_line (job_line, &j, &err), 0);
     assert_int_equal (j.job_id, 42);
     assert_int_equal (j.state, FM_JOB_RUNNING);
     assert_string_equal (j.state_name, "RUNNING");
@@ -111,12 +116,12 @@ static void test_parse_job (void **state)
     fm_actions_job_info_clear (&j);
     assert_null (j.nodes);
 
-    assert_int_equal (
-        fm_actions_parse_job_line ("JobId=7 JobState=COMPLETING Requeue=0 "
-                                   "Restarts=0 NodeList=(null) BatchHost=(null)",
-                                   &j,
-                                   &err),
-        0);
+    assert_int_equal (fm_actions_scontrol_parse_job_line (
+                          "JobId=7 JobState=COMPLETING Requeue=0 "
+                          "Restarts=0 NodeList=(null) BatchHost=(null)",
+                          &j,
+                          &err),
+                      0);
     assert_int_equal (j.state, FM_JOB_ENDED);
     assert_true (j.completing);
     assert_false (j.requeue);
@@ -124,20 +129,21 @@ static void test_parse_job (void **state)
     assert_string_equal (j.batch_host, "");
     fm_actions_job_info_clear (&j);
 
-    assert_int_equal (
-        fm_actions_parse_job_line ("JobId=7 JobState=WEIRD Requeue=0 Restarts=0 "
-                                   "NodeList=a",
-                                   &j,
-                                   &err),
-        -1);
+    assert_int_equal (fm_actions_scontrol_parse_job_line (
+                          "JobId=7 JobState=WEIRD Requeue=0 Restarts=0 "
+                          "NodeList=a",
+                          &j,
+                          &err),
+                      -1);
     assert_non_null (strstr (err.text, "WEIRD"));
-    assert_int_equal (fm_actions_parse_job_line ("JobId=0 JobState=RUNNING", &j, &err),
-                      -1);
-    assert_int_equal (fm_actions_parse_job_line ("JobId=7 JobState=RUNNING Requeue=1 "
-                                                 "Restarts=0",
-                                                 &j,
-                                                 &err),
-                      -1);
+    assert_int_equal (
+        fm_actions_scontrol_parse_job_line ("JobId=0 JobState=RUNNING", &j, &err), -1);
+    assert_int_equal (
+        fm_actions_scontrol_parse_job_line ("JobId=7 JobState=RUNNING Requeue=1 "
+                                            "Restarts=0",
+                                            &j,
+                                            &err),
+        -1);
     assert_non_null (strstr (err.text, "NodeList"));
 }
 
@@ -162,9 +168,10 @@ static void test_errno_map (void **state)
     };
 
     for (size_t i = 0; i < sizeof (t) / sizeof (t[0]); i++) {
-        assert_int_equal (fm_actions_errno_from_message (t[i].msg), t[i].errnum);
+        assert_int_equal (fm_actions_scontrol_errno_from_message (t[i].msg),
+                          t[i].errnum);
     }
-    assert_int_equal (fm_actions_errno_from_message (NULL), EIO);
+    assert_int_equal (fm_actions_scontrol_errno_from_message (NULL), EIO);
 }
 
 /* A stand-in scontrol: records SLURM_CONF and each argv element on its own
