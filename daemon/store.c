@@ -154,6 +154,45 @@ int fm_store_actions (fm_store_t *st,
     return st->ops->actions (st, since_ns, job_id, node, limit, recs, n, err);
 }
 
+int fm_store_clock_series (fm_store_t *st,
+                           int64_t job_id,
+                           size_t buckets,
+                           size_t max_points,
+                           fm_clock_point_t **pts,
+                           size_t *n,
+                           fm_error_t *err)
+{
+    if (!st->ops->clock_series) {
+        errno = ENOTSUP;
+        return fm_errprintf (err, "clock series: not supported by this store");
+    }
+    if (buckets == 0 || max_points == 0) {
+        errno = EINVAL;
+        return fm_errprintf (err, "clock series: no buckets");
+    }
+    return st->ops->clock_series (st, job_id, buckets, max_points, pts, n, err);
+}
+
+int fm_store_grow (void *v, size_t *alloc, size_t count, size_t size, size_t first)
+{
+    void *old, *nv;
+    size_t nalloc;
+
+    if (count < *alloc) {
+        return 0;
+    }
+    nalloc = *alloc ? *alloc * 2 : first;
+    /* v points at a pointer of any object type: read and written as bytes */
+    memcpy (&old, v, sizeof (old));
+    if (!(nv = realloc (old, nalloc * size))) {
+        errno = ENOMEM;
+        return -1;
+    }
+    memcpy (v, &nv, sizeof (nv));
+    *alloc = nalloc;
+    return 0;
+}
+
 const char *fm_store_backend (const fm_store_t *st)
 {
     return st->ops->name;

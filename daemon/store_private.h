@@ -62,6 +62,14 @@ struct fm_store_ops {
                     fm_action_rec_t **recs,
                     size_t *n,
                     fm_error_t *err);
+    /* NULL: ENOTSUP. buckets and max_points are > 0. */
+    int (*clock_series) (fm_store_t *st,
+                         int64_t job_id,
+                         size_t buckets,
+                         size_t max_points,
+                         fm_clock_point_t **pts,
+                         size_t *n,
+                         fm_error_t *err);
 };
 
 struct fm_store {
@@ -79,9 +87,10 @@ fm_store_t *fm_store_sqlite_open_version (const char *path,
                                           int version,
                                           fm_error_t *err);
 
-/* The SQLite connection behind st, NULL for another backend: for the read-only
- * queries of the pages (store_pages.c), which no other caller needs.
+/* Make room for one more element in *v (v: the address of a pointer to an array of
+ * `size`-byte elements with room for *alloc, count used): doubled, `first` at the
+ * start. 0, or -1/ENOMEM with *v as it was.
  */
-struct sqlite3 *fm_store_sqlite_db (fm_store_t *st);
+int fm_store_grow (void *v, size_t *alloc, size_t count, size_t size, size_t first);
 
 #endif /* FM_STORE_PRIVATE_H */

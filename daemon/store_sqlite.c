@@ -10,6 +10,7 @@
 #include <sqlite3.h>
 
 #include "store_private.h"
+#include "store_sqlite_private.h"
 
 /* Schema migrations: migrations[i] takes user_version i to i + 1. Append only. */
 static const char *const migrations[] = {
@@ -47,35 +48,6 @@ static const char *const migrations[] = {
     "CREATE INDEX actions_job ON actions (job_id, at_ns);",
 };
 #define NMIGRATIONS ((int)(sizeof (migrations) / sizeof (migrations[0])))
-
-enum {
-    S_BEGIN,
-    S_COMMIT,
-    S_ROLLBACK,
-    S_NODE_INS,
-    S_NODE_SEL,
-    S_JOB_SEL,
-    S_JOB_INS,
-    S_JOB_EXPECTED,
-    S_AGENT_SEL,
-    S_AGENT_INS,
-    S_AGENT_UPD,
-    S_AGENTS,
-    S_AGENT_FINAL,
-    S_WIN_INS,
-    S_LINK_INS,
-    S_LINKS,
-    S_NODES,
-    S_COUNTS,
-    S_JOB_COUNTS,
-    S_PRUNE_LINKS,
-    S_PRUNE_WINDOWS,
-    S_PRUNE_AGENTS,
-    S_PRUNE_JOBS,
-    S_ACTION_INS,
-    S_ACTIONS,
-    S_COUNT
-};
 
 static const char *const sql[S_COUNT] = {
     [S_BEGIN] = "BEGIN IMMEDIATE",
@@ -163,30 +135,7 @@ static const char *const sql[S_COUNT] = {
                   " ORDER BY at_ns DESC, id DESC LIMIT ?4",
 };
 
-/* Node name -> id, so that a batch does not look every peer name up. Flushed
- * whenever a transaction rolls back (its ids may not exist any more).
- */
-#define NODE_BUCKETS 1024
-struct node_entry {
-    struct node_entry *next;
-    int64_t id;
-    char name[];
-};
-
-typedef struct {
-    struct fm_store base;
-    sqlite3 *db;
-    sqlite3_stmt *stmt[S_COUNT];
-    struct node_entry *nodes[NODE_BUCKETS];
-    int version;
-} sqlite_store_t;
-
-static sqlite_store_t *S (fm_store_t *st)
-{
-    return (sqlite_store_t *)st;
-}
-
-static int dberr (sqlite_store_t *s, fm_error_t *err, const char *what)
+int fm_store_sqlite_dberr (sqlite_store_t *s, fm_error_t *err, const char *what)
 {
     int code = sqlite3_extended_errcode (s->db) & 0xff;
 
@@ -232,7 +181,7 @@ static unsigned hash (const char *s)
     return h % NODE_BUCKETS;
 }
 
-static sqlite3_stmt *stmt (sqlite_store_t *s, int i)
+sqlite3_stmt *fm_store_sqlite_stmt (sqlite_store_t *s, int i)
 {
     sqlite3_reset (s->stmt[i]);
     sqlite3_clear_bindings (s->stmt[i]);
@@ -241,10 +190,10 @@ static sqlite3_stmt *stmt (sqlite_store_t *s, int i)
 
 static int exec_simple (sqlite_store_t *s, int i, fm_error_t *err)
 {
-    sqlite3_stmt *q = stmt (s, i);
+    sqlite3_stmt *q = fm_store_sqlite_stmt (s, i);
 
     if (sqlite3_step (q) != SQLITE_DONE) {
-        return dberr (s, err, sql[i]);
+        return fm_store_sqlite_dberr (s, err, sql[i]);
     }
     return 0;
 }
@@ -264,7 +213,7 @@ static void rollback (sqlite_store_t *s)
     int saved = errno;
 
     if (!sqlite3_get_autocommit (s->db)) {
-        sqlite3_step (stmt (s, S_ROLLBACK));
+        sqlite3_step (fm_store_sqlite_stmt (s, S_ROLLBACK));
         sqlite3_reset (s->stmt[S_ROLLBACK]);
     }
     cache_flush (s);
@@ -285,15 +234,15 @@ static int node_id (sqlite_store_t *s, const char *name, int64_t *id, fm_error_t
             return 0;
         }
     }
-    q = stmt (s, S_NODE_INS);
+    q = fm_store_sqlite_stmt (s, S_NODE_INS);
     sqlite3_bind_text (q, 1, name, -1, SQLITE_STATIC);
     if (sqlite3_step (q) != SQLITE_DONE) {
-        return dberr (s, err, "insert node");
+        return fm_store_sqlite_dberr (s, err, "insert node");
     }
-    q = stmt (s, S_NODE_SEL);
+    q = fm_store_sqlite_stmt (s, S_NODE_SEL);
     sqlite3_bind_text (q, 1, name, -1, SQLITE_STATIC);
     if (sqlite3_step (q) != SQLITE_ROW) {
-        return dberr (s, err, "select node");
+        return fm_store_sqlite_dberr (s, err, "select node");
     }
     len = strlen (name);
     if (!(e = malloc (sizeof (*e) + len + 1))) {
@@ -311,7 +260,7 @@ static int node_id (sqlite_store_t *s, const char *name, int64_t *id, fm_error_t
 static int job_get (fm_store_t *st, int64_t job_id, fm_job_t *job, fm_error_t *err)
 {
     sqlite_store_t *s = S (st);
-    sqlite3_stmt *q = stmt (s, S_JOB_SEL);
+    sqlite3_stmt *q = fm_store_sqlite_stmt (s, S_JOB_SEL);
     int rc;
 
     sqlite3_bind_int64 (q, 1, job_id);
@@ -321,7 +270,7 @@ static int job_get (fm_store_t *st, int64_t job_id, fm_job_t *job, fm_error_t *e
         return fm_errprintf (err, "job %lld is unknown", (long long)job_id);
     }
     if (rc != SQLITE_ROW) {
-        return dberr (s, err, "select job");
+        return fm_store_sqlite_dberr (s, err, "select job");
     }
     job->job_id = job_id;
     job->user_id = sqlite3_column_int64 (q, 0);
@@ -369,17 +318,17 @@ static int reg (fm_store_t *st,
             goto error;
         }
         if (cur.expected == 0 && job->expected > 0) {
-            q = stmt (s, S_JOB_EXPECTED);
+            q = fm_store_sqlite_stmt (s, S_JOB_EXPECTED);
             sqlite3_bind_int64 (q, 1, job->job_id);
             sqlite3_bind_int64 (q, 2, job->expected);
             if (sqlite3_step (q) != SQLITE_DONE) {
-                dberr (s, err, "update job");
+                fm_store_sqlite_dberr (s, err, "update job");
                 goto error;
             }
             cur.expected = job->expected;
         }
     } else if (errno == ENOENT) {
-        q = stmt (s, S_JOB_INS);
+        q = fm_store_sqlite_stmt (s, S_JOB_INS);
         sqlite3_bind_int64 (q, 1, job->job_id);
         sqlite3_bind_int64 (q, 2, job->user_id);
         sqlite3_bind_int64 (q, 3, job->expected);
@@ -389,7 +338,7 @@ static int reg (fm_store_t *st,
             q, 6, job->probe_key, sizeof (job->probe_key), SQLITE_STATIC);
         sqlite3_bind_int (q, 7, (int)job->mode);
         if (sqlite3_step (q) != SQLITE_DONE) {
-            dberr (s, err, "insert job");
+            fm_store_sqlite_dberr (s, err, "insert job");
             goto error;
         }
         cur = *job;
@@ -399,7 +348,7 @@ static int reg (fm_store_t *st,
     if (node_id (s, agent->node, &nid, err) < 0) {
         goto error;
     }
-    q = stmt (s, S_AGENT_SEL);
+    q = fm_store_sqlite_stmt (s, S_AGENT_SEL);
     sqlite3_bind_int64 (q, 1, job->job_id);
     sqlite3_bind_int64 (q, 2, nid);
     rc = sqlite3_step (q);
@@ -407,19 +356,19 @@ static int reg (fm_store_t *st,
         aid = sqlite3_column_int64 (q, 0);
         sqlite3_reset (q);
         is_new = false;
-        q = stmt (s, S_AGENT_UPD);
+        q = fm_store_sqlite_stmt (s, S_AGENT_UPD);
         sqlite3_bind_int64 (q, 1, aid);
         sqlite3_bind_text (q, 2, agent->probe_addr, -1, SQLITE_STATIC);
         sqlite3_bind_int64 (q, 3, agent->probe_port);
         sqlite3_bind_text (q, 4, nics_json, -1, SQLITE_STATIC);
         sqlite3_bind_int64 (q, 5, agent->registered_ns);
         if (sqlite3_step (q) != SQLITE_DONE) {
-            dberr (s, err, "update agent");
+            fm_store_sqlite_dberr (s, err, "update agent");
             goto error;
         }
     } else if (rc == SQLITE_DONE) {
         is_new = true;
-        q = stmt (s, S_AGENT_INS);
+        q = fm_store_sqlite_stmt (s, S_AGENT_INS);
         sqlite3_bind_int64 (q, 1, job->job_id);
         sqlite3_bind_int64 (q, 2, nid);
         sqlite3_bind_text (q, 3, agent->probe_addr, -1, SQLITE_STATIC);
@@ -427,12 +376,12 @@ static int reg (fm_store_t *st,
         sqlite3_bind_text (q, 5, nics_json, -1, SQLITE_STATIC);
         sqlite3_bind_int64 (q, 6, agent->registered_ns);
         if (sqlite3_step (q) != SQLITE_DONE) {
-            dberr (s, err, "insert agent");
+            fm_store_sqlite_dberr (s, err, "insert agent");
             goto error;
         }
         aid = sqlite3_last_insert_rowid (s->db);
     } else {
-        dberr (s, err, "select agent");
+        fm_store_sqlite_dberr (s, err, "select agent");
         goto error;
     }
     if (commit (s, err) < 0) {
@@ -448,60 +397,10 @@ error:
 }
 
 static int
-agents (fm_store_t *st, int64_t job_id, fm_agent_t **out, size_t *n, fm_error_t *err)
-{
-    sqlite_store_t *s = S (st);
-    sqlite3_stmt *q = stmt (s, S_AGENTS);
-    fm_agent_t *v = NULL;
-    size_t count = 0, alloc = 0;
-    int rc;
-
-    sqlite3_bind_int64 (q, 1, job_id);
-    while ((rc = sqlite3_step (q)) == SQLITE_ROW) {
-        fm_agent_t *a;
-        if (count == alloc) {
-            size_t nalloc = alloc ? alloc * 2 : 16;
-            fm_agent_t *nv = realloc (v, nalloc * sizeof (*v));
-            if (!nv) {
-                free (v);
-                sqlite3_reset (q);
-                return fm_errprintf (err, "out of memory");
-            }
-            v = nv;
-            alloc = nalloc;
-        }
-        a = &v[count++];
-        memset (a, 0, sizeof (*a));
-        a->agent_id = sqlite3_column_int64 (q, 0);
-        snprintf (
-            a->node, sizeof (a->node), "%s", (const char *)sqlite3_column_text (q, 1));
-        snprintf (a->probe_addr,
-                  sizeof (a->probe_addr),
-                  "%s",
-                  (const char *)sqlite3_column_text (q, 2));
-        a->probe_port = sqlite3_column_int64 (q, 3);
-        a->registered_ns = sqlite3_column_int64 (q, 4);
-        a->last_seq = sqlite3_column_type (q, 5) == SQLITE_NULL
-                          ? -1
-                          : sqlite3_column_int64 (q, 5);
-        a->windows = sqlite3_column_int64 (q, 6);
-        a->final = sqlite3_column_int (q, 7) != 0;
-    }
-    if (rc != SQLITE_DONE) {
-        free (v);
-        return dberr (s, err, "select agents");
-    }
-    sqlite3_reset (q);
-    *out = v;
-    *n = count;
-    return 0;
-}
-
-static int
 agent_lookup (fm_store_t *st, int64_t job_id, const char *node, fm_error_t *err)
 {
     sqlite_store_t *s = S (st);
-    sqlite3_stmt *q = stmt (s, S_NODE_SEL);
+    sqlite3_stmt *q = fm_store_sqlite_stmt (s, S_NODE_SEL);
     int64_t nid;
     int rc;
 
@@ -510,7 +409,7 @@ agent_lookup (fm_store_t *st, int64_t job_id, const char *node, fm_error_t *err)
     if (rc == SQLITE_ROW) {
         nid = sqlite3_column_int64 (q, 0);
         sqlite3_reset (q);
-        q = stmt (s, S_AGENT_SEL);
+        q = fm_store_sqlite_stmt (s, S_AGENT_SEL);
         sqlite3_bind_int64 (q, 1, job_id);
         sqlite3_bind_int64 (q, 2, nid);
         rc = sqlite3_step (q);
@@ -524,7 +423,7 @@ agent_lookup (fm_store_t *st, int64_t job_id, const char *node, fm_error_t *err)
         return fm_errprintf (
             err, "node %s is not registered for job %lld", node, (long long)job_id);
     }
-    return dberr (s, err, "select agent");
+    return fm_store_sqlite_dberr (s, err, "select agent");
 }
 
 static void bind_quant (sqlite3_stmt *q, int col, const fm_quant_t *x)
@@ -558,7 +457,7 @@ static int put_report (fm_store_t *st,
     }
     for (size_t i = 0; i < rep->nwindows; i++) {
         const fm_window_t *w = &rep->windows[i];
-        sqlite3_stmt *q = stmt (s, S_WIN_INS);
+        sqlite3_stmt *q = fm_store_sqlite_stmt (s, S_WIN_INS);
         int64_t wid;
 
         sqlite3_bind_int64 (q, 1, rep->job_id);
@@ -576,7 +475,7 @@ static int put_report (fm_store_t *st,
             sqlite3_bind_double (q, 10, w->clock_drift_ppb);
         }
         if (sqlite3_step (q) != SQLITE_DONE) {
-            dberr (s, err, "insert window");
+            fm_store_sqlite_dberr (s, err, "insert window");
             goto error;
         }
         if (sqlite3_changes (s->db) == 0) {
@@ -603,7 +502,7 @@ static int put_report (fm_store_t *st,
             sqlite3_bind_int64 (q, 14, l->lost);
             sqlite3_bind_int64 (q, 15, l->reordered);
             if (sqlite3_step (q) != SQLITE_DONE) {
-                dberr (s, err, "insert link");
+                fm_store_sqlite_dberr (s, err, "insert link");
                 goto error;
             }
         }
@@ -611,11 +510,11 @@ static int put_report (fm_store_t *st,
         r.records += w->nlinks;
     }
     if (rep->final) {
-        sqlite3_stmt *q = stmt (s, S_AGENT_FINAL);
+        sqlite3_stmt *q = fm_store_sqlite_stmt (s, S_AGENT_FINAL);
         sqlite3_bind_int64 (q, 1, rep->job_id);
         sqlite3_bind_int64 (q, 2, nid);
         if (sqlite3_step (q) != SQLITE_DONE) {
-            dberr (s, err, "mark agent final");
+            fm_store_sqlite_dberr (s, err, "mark agent final");
             goto error;
         }
     }
@@ -629,173 +528,6 @@ error:
     return -1;
 }
 
-static int links (fm_store_t *st,
-                  int64_t since_ns,
-                  int64_t job_id,
-                  size_t limit,
-                  fm_link_stat_t **out,
-                  size_t *n,
-                  fm_error_t *err)
-{
-    sqlite_store_t *s = S (st);
-    sqlite3_stmt *q = stmt (s, S_LINKS);
-    fm_link_stat_t *v = NULL;
-    size_t count = 0, alloc = 0;
-    int rc;
-
-    sqlite3_bind_int64 (q, 1, since_ns);
-    sqlite3_bind_int64 (q, 2, job_id);
-    sqlite3_bind_int64 (q, 3, limit ? (int64_t)limit : -1);
-    while ((rc = sqlite3_step (q)) == SQLITE_ROW) {
-        fm_link_stat_t *l;
-        if (count == alloc) {
-            size_t nalloc = alloc ? alloc * 2 : 64;
-            fm_link_stat_t *nv = realloc (v, nalloc * sizeof (*v));
-            if (!nv) {
-                free (v);
-                sqlite3_reset (q);
-                return fm_errprintf (err, "out of memory");
-            }
-            v = nv;
-            alloc = nalloc;
-        }
-        l = &v[count++];
-        memset (l, 0, sizeof (*l));
-        snprintf (
-            l->src, sizeof (l->src), "%s", (const char *)sqlite3_column_text (q, 0));
-        snprintf (
-            l->dst, sizeof (l->dst), "%s", (const char *)sqlite3_column_text (q, 1));
-        snprintf (l->reporter,
-                  sizeof (l->reporter),
-                  "%s",
-                  (const char *)sqlite3_column_text (q, 2));
-        l->windows = sqlite3_column_int64 (q, 3);
-        l->last_end_ns = sqlite3_column_int64 (q, 4);
-        l->sent = sqlite3_column_int64 (q, 5);
-        l->received = sqlite3_column_int64 (q, 6);
-        l->lost = sqlite3_column_int64 (q, 7);
-        l->reordered = sqlite3_column_int64 (q, 8);
-        if (sqlite3_column_type (q, 9) != SQLITE_NULL) {
-            l->has_rtt = true;
-            l->rtt_p50_ns = sqlite3_column_int64 (q, 9);
-            l->rtt_p99_ns = sqlite3_column_int64 (q, 10);
-        }
-        if (sqlite3_column_type (q, 11) != SQLITE_NULL) {
-            l->has_owd = true;
-            l->owd_p50_ns = sqlite3_column_int64 (q, 11);
-            l->owd_p99_ns = sqlite3_column_int64 (q, 12);
-        }
-    }
-    if (rc != SQLITE_DONE) {
-        free (v);
-        return dberr (s, err, "select links");
-    }
-    sqlite3_reset (q);
-    *out = v;
-    *n = count;
-    return 0;
-}
-
-static int nodes (
-    fm_store_t *st, int64_t since_ns, fm_node_stat_t **out, size_t *n, fm_error_t *err)
-{
-    sqlite_store_t *s = S (st);
-    sqlite3_stmt *q = stmt (s, S_NODES);
-    fm_node_stat_t *v = NULL;
-    size_t count = 0, alloc = 0;
-    int rc;
-
-    sqlite3_bind_int64 (q, 1, since_ns);
-    while ((rc = sqlite3_step (q)) == SQLITE_ROW) {
-        fm_node_stat_t *x;
-        if (count == alloc) {
-            size_t nalloc = alloc ? alloc * 2 : 64;
-            fm_node_stat_t *nv = realloc (v, nalloc * sizeof (*v));
-            if (!nv) {
-                fm_store_nodes_free (v, count);
-                sqlite3_reset (q);
-                return fm_errprintf (err, "out of memory");
-            }
-            v = nv;
-            alloc = nalloc;
-        }
-        x = &v[count];
-        memset (x, 0, sizeof (*x));
-        snprintf (
-            x->node, sizeof (x->node), "%s", (const char *)sqlite3_column_text (q, 0));
-        x->last_seen_ns = sqlite3_column_int64 (q, 1);
-        x->last_job_id = sqlite3_column_int64 (q, 2);
-        if (sqlite3_column_type (q, 3) != SQLITE_NULL) {
-            x->has_clock = true;
-            x->clock_offset_ns = sqlite3_column_int64 (q, 3);
-            x->clock_error_ns = sqlite3_column_int64 (q, 4);
-        }
-        if (!(x->health_json = strdup ((const char *)sqlite3_column_text (q, 5)))) {
-            sqlite3_reset (q);
-            fm_store_nodes_free (v, count);
-            return fm_errprintf (err, "out of memory");
-        }
-        count++;
-        x->windows = sqlite3_column_int64 (q, 6);
-        x->links = sqlite3_column_int64 (q, 7);
-        x->sent = sqlite3_column_int64 (q, 8);
-        x->lost = sqlite3_column_int64 (q, 9);
-        if (sqlite3_column_type (q, 10) != SQLITE_NULL) {
-            x->has_rtt = true;
-            x->rtt_p99_max_ns = sqlite3_column_int64 (q, 10);
-        }
-        if (sqlite3_column_type (q, 11) != SQLITE_NULL) {
-            x->has_drift = true;
-            x->clock_drift_ppb = sqlite3_column_double (q, 11);
-        }
-    }
-    if (rc != SQLITE_DONE) {
-        fm_store_nodes_free (v, count);
-        return dberr (s, err, "select nodes");
-    }
-    sqlite3_reset (q);
-    *out = v;
-    *n = count;
-    return 0;
-}
-
-static int counts (fm_store_t *st, fm_store_counts_t *c, fm_error_t *err)
-{
-    sqlite_store_t *s = S (st);
-    sqlite3_stmt *q = stmt (s, S_COUNTS);
-
-    if (sqlite3_step (q) != SQLITE_ROW) {
-        return dberr (s, err, "counts");
-    }
-    c->jobs = sqlite3_column_int64 (q, 0);
-    c->nodes = sqlite3_column_int64 (q, 1);
-    c->windows = sqlite3_column_int64 (q, 2);
-    c->records = sqlite3_column_int64 (q, 3);
-    sqlite3_reset (q);
-    return 0;
-}
-
-static int job_counts (fm_store_t *st,
-                       int64_t job_id,
-                       int64_t since_ns,
-                       int64_t *windows,
-                       int64_t *records,
-                       fm_error_t *err)
-{
-    sqlite_store_t *s = S (st);
-    sqlite3_stmt *q = stmt (s, S_JOB_COUNTS);
-
-    sqlite3_bind_int64 (q, 1, job_id);
-    sqlite3_bind_int64 (q, 2, since_ns);
-    if (sqlite3_step (q) != SQLITE_ROW) {
-        return dberr (s, err, "job counts");
-    }
-    *windows = sqlite3_column_int64 (q, 0);
-    *records = sqlite3_column_int64 (q, 1);
-    sqlite3_reset (q);
-    return 0;
-}
-
 static int prune (fm_store_t *st, int64_t before_ns, int64_t *removed, fm_error_t *err)
 {
     static const int steps[] = {
@@ -807,10 +539,10 @@ static int prune (fm_store_t *st, int64_t before_ns, int64_t *removed, fm_error_
         return -1;
     }
     for (size_t i = 0; i < sizeof (steps) / sizeof (steps[0]); i++) {
-        sqlite3_stmt *q = stmt (s, steps[i]);
+        sqlite3_stmt *q = fm_store_sqlite_stmt (s, steps[i]);
         sqlite3_bind_int64 (q, 1, before_ns);
         if (sqlite3_step (q) != SQLITE_DONE) {
-            dberr (s, err, "prune");
+            fm_store_sqlite_dberr (s, err, "prune");
             rollback (s);
             return -1;
         }
@@ -832,7 +564,7 @@ static int checkpoint (fm_store_t *st, fm_error_t *err)
 
     if (sqlite3_wal_checkpoint_v2 (s->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL)
         != SQLITE_OK) {
-        return dberr (s, err, "checkpoint");
+        return fm_store_sqlite_dberr (s, err, "checkpoint");
     }
     return 0;
 }
@@ -840,7 +572,7 @@ static int checkpoint (fm_store_t *st, fm_error_t *err)
 static int action_add (fm_store_t *st, fm_action_rec_t *rec, fm_error_t *err)
 {
     sqlite_store_t *s = S (st);
-    sqlite3_stmt *q = stmt (s, S_ACTION_INS);
+    sqlite3_stmt *q = fm_store_sqlite_stmt (s, S_ACTION_INS);
     const char *text[] = {
         rec->kind, rec->node, rec->element, rec->reason, rec->explain, rec->result};
     const int col[] = {2, 3, 5, 6, 7, 8};
@@ -853,7 +585,7 @@ static int action_add (fm_store_t *st, fm_action_rec_t *rec, fm_error_t *err)
     sqlite3_bind_int (q, 9, rec->dry_run);
     if (sqlite3_step (q) != SQLITE_DONE) {
         int e;
-        dberr (s, err, "insert action");
+        fm_store_sqlite_dberr (s, err, "insert action");
         e = errno;
         sqlite3_reset (q);
         errno = e;
@@ -861,78 +593,6 @@ static int action_add (fm_store_t *st, fm_action_rec_t *rec, fm_error_t *err)
     }
     sqlite3_reset (q);
     rec->id = sqlite3_last_insert_rowid (s->db);
-    return 0;
-}
-
-static void column_copy (sqlite3_stmt *q, int col, char *buf, size_t len)
-{
-    const unsigned char *t = sqlite3_column_text (q, col);
-
-    snprintf (buf, len, "%s", t ? (const char *)t : "");
-}
-
-static int actions (fm_store_t *st,
-                    int64_t since_ns,
-                    int64_t job_id,
-                    const char *node,
-                    size_t limit,
-                    fm_action_rec_t **out,
-                    size_t *n,
-                    fm_error_t *err)
-{
-    sqlite_store_t *s = S (st);
-    sqlite3_stmt *q = stmt (s, S_ACTIONS);
-    fm_action_rec_t *v = NULL;
-    size_t count = 0, alloc = 0;
-    int rc;
-
-    sqlite3_bind_int64 (q, 1, since_ns);
-    sqlite3_bind_int64 (q, 2, job_id);
-    if (node) {
-        sqlite3_bind_text (q, 3, node, -1, SQLITE_STATIC);
-    } else {
-        sqlite3_bind_null (q, 3);
-    }
-    sqlite3_bind_int64 (q, 4, limit ? (int64_t)limit : -1);
-    while ((rc = sqlite3_step (q)) == SQLITE_ROW) {
-        fm_action_rec_t *a;
-        if (count == alloc) {
-            size_t nalloc = alloc ? alloc * 2 : 16;
-            fm_action_rec_t *nv = realloc (v, nalloc * sizeof (*v));
-            if (!nv) {
-                free (v);
-                sqlite3_reset (q);
-                errno = ENOMEM;
-                return fm_errprintf (err, "out of memory");
-            }
-            v = nv;
-            alloc = nalloc;
-        }
-        a = &v[count++];
-        memset (a, 0, sizeof (*a));
-        a->id = sqlite3_column_int64 (q, 0);
-        a->at_ns = sqlite3_column_int64 (q, 1);
-        column_copy (q, 2, a->kind, sizeof (a->kind));
-        column_copy (q, 3, a->node, sizeof (a->node));
-        a->job_id = sqlite3_column_int64 (q, 4);
-        column_copy (q, 5, a->element, sizeof (a->element));
-        column_copy (q, 6, a->reason, sizeof (a->reason));
-        column_copy (q, 7, a->explain, sizeof (a->explain));
-        column_copy (q, 8, a->result, sizeof (a->result));
-        a->dry_run = sqlite3_column_int (q, 9) != 0;
-    }
-    if (rc != SQLITE_DONE) {
-        free (v);
-        int e;
-        dberr (s, err, "select actions");
-        e = errno;
-        sqlite3_reset (q);
-        errno = e;
-        return -1;
-    }
-    sqlite3_reset (q);
-    *out = v;
-    *n = count;
     return 0;
 }
 
@@ -959,17 +619,18 @@ static const struct fm_store_ops sqlite_ops = {
     .schema_version = schema_version,
     .reg = reg,
     .job_get = job_get,
-    .agents = agents,
+    .agents = fm_store_sqlite_query_agents,
     .agent_lookup = agent_lookup,
     .put_report = put_report,
-    .links = links,
-    .nodes = nodes,
-    .counts = counts,
-    .job_counts = job_counts,
+    .links = fm_store_sqlite_query_links,
+    .nodes = fm_store_sqlite_query_nodes,
+    .counts = fm_store_sqlite_query_counts,
+    .job_counts = fm_store_sqlite_query_job_counts,
     .prune = prune,
     .checkpoint = checkpoint,
     .action_add = action_add,
-    .actions = actions,
+    .actions = fm_store_sqlite_query_actions,
+    .clock_series = fm_store_sqlite_query_clock_series,
 };
 
 static int exec_sql (sqlite_store_t *s, const char *text, fm_error_t *err)
@@ -977,7 +638,7 @@ static int exec_sql (sqlite_store_t *s, const char *text, fm_error_t *err)
     char *msg = NULL;
 
     if (sqlite3_exec (s->db, text, NULL, NULL, &msg) != SQLITE_OK) {
-        dberr (s, NULL, "exec");
+        fm_store_sqlite_dberr (s, NULL, "exec");
         fm_errprintf (err, "sqlite: %s", msg ? msg : sqlite3_errmsg (s->db));
         sqlite3_free (msg);
         return -1;
@@ -991,7 +652,7 @@ static int user_version (sqlite_store_t *s, int *version, fm_error_t *err)
 
     if (sqlite3_prepare_v2 (s->db, "PRAGMA user_version", -1, &q, NULL) != SQLITE_OK
         || sqlite3_step (q) != SQLITE_ROW) {
-        dberr (s, err, "user_version");
+        fm_store_sqlite_dberr (s, err, "user_version");
         sqlite3_finalize (q);
         return -1;
     }
@@ -1062,7 +723,7 @@ fm_store_t *fm_store_sqlite_open_version (const char *path,
             errno = ENOMEM;
             fm_errprintf (err, "sqlite: cannot open %s", path);
         } else {
-            dberr (s, err, path);
+            fm_store_sqlite_dberr (s, err, path);
         }
         goto error;
     }
@@ -1086,7 +747,7 @@ fm_store_t *fm_store_sqlite_open_version (const char *path,
         if (sqlite3_prepare_v3 (
                 s->db, sql[i], -1, SQLITE_PREPARE_PERSISTENT, &s->stmt[i], NULL)
             != SQLITE_OK) {
-            dberr (s, err, sql[i]);
+            fm_store_sqlite_dberr (s, err, sql[i]);
             goto error;
         }
     }
@@ -1107,9 +768,4 @@ fm_store_t *
 fm_store_sqlite_open (const char *path, fm_store_sync_t sync, fm_error_t *err)
 {
     return fm_store_sqlite_open_version (path, sync, NMIGRATIONS, err);
-}
-
-struct sqlite3 *fm_store_sqlite_db (fm_store_t *st)
-{
-    return st && st->ops == &sqlite_ops ? S (st)->db : NULL;
 }

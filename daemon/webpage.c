@@ -16,7 +16,6 @@
 #include "duration.h"
 #include "fmtime.h"
 #include "monitor.h"
-#include "store_pages.h"
 #include "webpage.h"
 
 #define INDEX_SINCE_NS (300 * FM_NSEC_PER_SEC)
@@ -574,7 +573,7 @@ void fm_webpage_job (fm_daemon_t *d,
     }
     if (fm_store_agents (d->store, job_id, &agents, &nagents, &err) < 0
         || fm_store_links (d->store, 0, job_id, 0, &links, &nlinks, &err) < 0
-        || fm_store_pages_clock_series (
+        || fm_store_clock_series (
                d->store, job_id, CLOCK_BUCKETS, CLOCK_MAX_POINTS, &clock, &nclock, &err)
                < 0) {
         fm_api_store_error (resp, errno, err.text);

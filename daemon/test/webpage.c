@@ -15,7 +15,6 @@
 #include <sodium.h>
 
 #include "fmtime.h"
-#include "store_pages.h"
 #include "webpage.h"
 
 #define SEC 1000000000LL
@@ -236,8 +235,8 @@ static void test_clock_series (void **state)
     int status;
     char *s;
 
-    assert_int_equal (
-        fm_store_pages_clock_series (f->d.store, JOB, 120, 1000, &p, &n, &err), 0);
+    assert_int_equal (fm_store_clock_series (f->d.store, JOB, 120, 1000, &p, &n, &err),
+                      0);
     assert_int_equal (n, NNODES * 3);
     /* Ordered by node, then time; each bucket keeps its window's bound. */
     assert_string_equal (p[0].node, "n1");
@@ -246,20 +245,19 @@ static void test_clock_series (void **state)
     assert_true (p[1].end_ns > p[0].end_ns);
     free (p);
     /* One bucket: the largest bound of the node's windows, never an average. */
-    assert_int_equal (
-        fm_store_pages_clock_series (f->d.store, JOB, 1, 1000, &p, &n, &err), 0);
+    assert_int_equal (fm_store_clock_series (f->d.store, JOB, 1, 1000, &p, &n, &err),
+                      0);
     assert_int_equal (n, NNODES);
     assert_int_equal (p[0].error_ns, 1200);
     free (p);
-    assert_int_equal (
-        fm_store_pages_clock_series (f->d.store, JOB, 120, 5, &p, &n, &err), 0);
+    assert_int_equal (fm_store_clock_series (f->d.store, JOB, 120, 5, &p, &n, &err), 0);
     assert_int_equal (n, 5);
     free (p);
-    assert_int_equal (
-        fm_store_pages_clock_series (f->d.store, 7, 120, 1000, &p, &n, &err), 0);
+    assert_int_equal (fm_store_clock_series (f->d.store, 7, 120, 1000, &p, &n, &err),
+                      0);
     assert_int_equal (n, 0);
-    assert_int_equal (
-        fm_store_pages_clock_series (f->d.store, JOB, 0, 1000, &p, &n, &err), -1);
+    assert_int_equal (fm_store_clock_series (f->d.store, JOB, 0, 1000, &p, &n, &err),
+                      -1);
 
     s = page (f, &owner, JOB, &status);
     assert_int_equal (count (s, "<polyline class=\"clock-node\""), NNODES);
