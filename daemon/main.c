@@ -161,38 +161,30 @@ static fm_monitor_t *monitor_create (fm_daemon_t *d,
     return m;
 }
 
-int main (int argc, char **argv)
-{
-    const char *config = NULL;
-    bool insecure = false, show = false;
-    const char *log_level = NULL;
-    fm_daemon_t d = {0};
-    fm_idlist_t report_uids, admin_uids, admin_gids;
-    fm_error_t err;
-    fm_conf_t *conf;
-    fm_store_t *pruner;
-    fm_http_t *http;
-    const char *addr, *state_dir, *socket_path;
-    char *db_path;
-    int64_t prune_ns, next_prune;
-    sigset_t sigs;
-    int level, opt;
-    fm_store_sync_t sync;
+typedef struct {
+    const char *config;
+    const char *log_level;
+    bool insecure, show;
+} args_t;
 
-    fm_log_init ("fabricd", FM_LOG_STDERR, LOG_INFO);
+/* -1 to go on, else the exit status. */
+static int args_parse (int argc, char **argv, args_t *a)
+{
+    int opt;
+
     while ((opt = getopt_long (argc, argv, "c:hV", longopts, NULL)) != -1) {
         switch (opt) {
         case 'c':
-            config = optarg;
+            a->config = optarg;
             break;
         case 'I':
-            insecure = true;
+            a->insecure = true;
             break;
         case 'L':
-            log_level = optarg;
+            a->log_level = optarg;
             break;
         case 'S':
-            show = true;
+            a->show = true;
             break;
         case 'h':
             usage (stdout);
@@ -210,46 +202,64 @@ int main (int argc, char **argv)
         usage (stderr);
         return 2;
     }
+    return -1;
+}
+
+static fm_conf_t *config_load (const args_t *a)
+{
+    fm_error_t err;
+    fm_conf_t *conf;
+
     if (!(conf = fm_conf_create (fm_dconf_table, &err))) {
         die ("%s", err.text);
     }
-    if (log_level && fm_conf_set_locked (conf, "log_level", log_level, &err) < 0) {
+    if (a->log_level
+        && fm_conf_set_locked (conf, "log_level", a->log_level, &err) < 0) {
         die ("--log-level: %s", err.text);
     }
-    if (config || access (DEFAULT_CONFIG, F_OK) == 0) {
-        if (fm_conf_load_file (conf, config ? config : DEFAULT_CONFIG, &err) < 0) {
+    if (a->config || access (DEFAULT_CONFIG, F_OK) == 0) {
+        if (fm_conf_load_file (conf, a->config ? a->config : DEFAULT_CONFIG, &err)
+            < 0) {
             die ("%s", err.text);
         }
     }
-    if (show) {
-        fm_conf_dump (conf, stdout);
-        fm_conf_destroy (conf);
-        return 0;
-    }
+    return conf;
+}
+
+static void logging_start (const fm_conf_t *conf)
+{
+    int level;
+
     if ((level = fm_log_level_parse (fm_conf_string (conf, "log_level"))) < 0) {
         die ("log_level: unknown level '%s'", fm_conf_string (conf, "log_level"));
     }
     fm_log_init ("fabricd",
                  FM_LOG_STDERR | (fm_conf_bool (conf, "syslog") ? FM_LOG_SYSLOG : 0),
                  level);
-    if (sodium_init () < 0) {
-        die ("libsodium failed to initialise");
+}
+
+static void idlist (const fm_conf_t *conf, const char *key, bool groups, fm_idlist_t *l)
+{
+    fm_error_t err;
+
+    if (fm_idlist_parse (fm_conf_string (conf, key), groups, l, &err) < 0) {
+        die ("%s: %s", key, err.text);
     }
-    if (fm_idlist_parse (
-            fm_conf_string (conf, "report_uids"), false, &report_uids, &err)
-        < 0) {
-        die ("report_uids: %s", err.text);
-    }
-    if (fm_idlist_parse (fm_conf_string (conf, "admin_uids"), false, &admin_uids, &err)
-        < 0) {
-        die ("admin_uids: %s", err.text);
-    }
-    if (fm_idlist_parse (fm_conf_string (conf, "admin_groups"), true, &admin_gids, &err)
-        < 0) {
-        die ("admin_groups: %s", err.text);
-    }
-    addr = fm_conf_string (conf, "listen_address");
-    socket_path = fm_conf_string (conf, "munge_socket");
+}
+
+/* Who may report and administer, checked with munge (none with --insecure-local,
+ * which listens on loopback only).
+ */
+static void auth_open (fm_daemon_t *d, const fm_conf_t *conf, bool insecure)
+{
+    const char *addr = fm_conf_string (conf, "listen_address");
+    const char *socket_path = fm_conf_string (conf, "munge_socket");
+    fm_idlist_t report_uids, admin_uids, admin_gids;
+    fm_error_t err;
+
+    idlist (conf, "report_uids", false, &report_uids);
+    idlist (conf, "admin_uids", false, &admin_uids);
+    idlist (conf, "admin_groups", true, &admin_gids);
     if (insecure) {
         if (!addr || !fm_http_is_loopback (addr)) {
             die (
@@ -262,18 +272,32 @@ int main (int argc, char **argv)
         die ("munge_socket is not configured: fabricd needs munge to authenticate"
              " requests (or --insecure-local for development)");
     }
-    if (!(d.auth = fm_auth_create (
+    if (!(d->auth = fm_auth_create (
               socket_path, &report_uids, &admin_uids, &admin_gids, insecure, &err))) {
         die ("%s", err.text);
     }
-    if (fm_auth_selftest (d.auth, &err) < 0) {
+    if (fm_auth_selftest (d->auth, &err) < 0) {
         die (
             "munge is not usable (socket %s): %s; start munged, or use --insecure-local"
             " for development",
             socket_path,
             err.text);
     }
-    state_dir = fm_conf_string (conf, "state_dir");
+}
+
+/* The store in state_dir, and a second connection (*pruner), so that pruning
+ * runs in the main thread without blocking the HTTP thread for longer than one
+ * transaction. Returns the database's path.
+ */
+static char *store_open (fm_daemon_t *d,
+                         const fm_conf_t *conf,
+                         fm_store_sync_t *sync,
+                         fm_store_t **pruner)
+{
+    const char *state_dir = fm_conf_string (conf, "state_dir");
+    fm_error_t err;
+    char *db_path;
+
     if (!state_dir || state_dir[0] != '/') {
         die ("state_dir must be an absolute path");
     }
@@ -283,48 +307,60 @@ int main (int argc, char **argv)
     if (asprintf (&db_path, "%s/fabricd.db", state_dir) < 0) {
         die ("out of memory");
     }
-    sync = fm_conf_enum (conf, "store_sync") == 1 ? FM_STORE_SYNC_FULL
-                                                  : FM_STORE_SYNC_NORMAL;
-    if (!(d.store = fm_store_open (
-              "sqlite", db_path, sync | FM_STORE_BACKGROUND_CHECKPOINT, &err))) {
+    *sync = fm_conf_enum (conf, "store_sync") == 1 ? FM_STORE_SYNC_FULL
+                                                   : FM_STORE_SYNC_NORMAL;
+    if (!(d->store = fm_store_open (
+              "sqlite", db_path, *sync | FM_STORE_BACKGROUND_CHECKPOINT, &err))) {
         die ("store %s: %s", db_path, err.text);
     }
-    /* A second connection, so pruning runs here without blocking the HTTP thread
-     * for longer than one transaction.
-     */
-    if (!(pruner = fm_store_open ("sqlite", db_path, sync, &err))) {
+    if (!(*pruner = fm_store_open ("sqlite", db_path, *sync, &err))) {
         die ("store %s: %s", db_path, err.text);
     }
+    return db_path;
+}
+
+static void daemon_init (fm_daemon_t *d, const fm_conf_t *conf, bool insecure)
+{
+    fm_error_t err;
+
     if (fm_arena_install () < 0) {
         die ("out of memory");
     }
-    if (!(d.metrics = fm_metrics_create (fm_api_route_names, fm_api_nroutes))) {
+    if (!(d->metrics = fm_metrics_create (fm_api_route_names, fm_api_nroutes))) {
         die ("out of memory");
     }
-    d.start_real_ns = fm_time_real_ns ();
-    d.start_mono_ns = fm_time_mono_ns ();
-    d.max_body = fm_conf_size (conf, "max_body");
-    d.retention_ns = fm_conf_duration (conf, "retention");
-    d.window_ns = fm_conf_duration (conf, "report_window");
-    d.metrics_public = fm_conf_bool (conf, "metrics_public");
-    d.pages_public = fm_conf_bool (conf, "pages_public");
-    d.insecure = insecure;
-    prune_ns = fm_conf_duration (conf, "prune_interval");
-    if (!(d.checks = fm_checks_create (FM_CHECKS_RING, &err))) {
+    d->start_real_ns = fm_time_real_ns ();
+    d->start_mono_ns = fm_time_mono_ns ();
+    d->max_body = fm_conf_size (conf, "max_body");
+    d->retention_ns = fm_conf_duration (conf, "retention");
+    d->window_ns = fm_conf_duration (conf, "report_window");
+    d->metrics_public = fm_conf_bool (conf, "metrics_public");
+    d->pages_public = fm_conf_bool (conf, "pages_public");
+    d->insecure = insecure;
+    if (!(d->checks = fm_checks_create (FM_CHECKS_RING, &err))) {
         die ("%s", err.text);
     }
-    if (!(d.monitor = monitor_create (&d, conf, db_path, sync))) {
-        exit (1);
-    }
+}
 
-    sigemptyset (&sigs);
-    sigaddset (&sigs, SIGINT);
-    sigaddset (&sigs, SIGTERM);
-    sigaddset (&sigs, SIGHUP);
-    pthread_sigmask (SIG_BLOCK, &sigs, NULL);
+/* INT, TERM and HUP are taken by sigtimedwait in the main thread. */
+static void signals_block (sigset_t *sigs)
+{
+    sigemptyset (sigs);
+    sigaddset (sigs, SIGINT);
+    sigaddset (sigs, SIGTERM);
+    sigaddset (sigs, SIGHUP);
+    pthread_sigmask (SIG_BLOCK, sigs, NULL);
     signal (SIGPIPE, SIG_IGN);
+}
 
-    if (!(http = fm_http_start (&d,
+static fm_http_t *
+http_start (fm_daemon_t *d, const fm_conf_t *conf, const char *db_path)
+{
+    const char *addr = fm_conf_string (conf, "listen_address");
+    fm_error_t err;
+    fm_http_t *http;
+
+    if (!(http = fm_http_start (d,
                                 addr,
                                 (int)fm_conf_int (conf, "listen_port"),
                                 (unsigned)fm_conf_int (conf, "max_connections"),
@@ -337,18 +373,25 @@ int main (int argc, char **argv)
                addr,
                (long long)fm_conf_int (conf, "listen_port"),
                db_path,
-               fm_store_schema_version (d.store),
-               insecure ? ", INSECURE" : "");
-    if (fm_monitor_start (d.monitor, &err) < 0) {
-        die ("%s", err.text);
-    }
-    sd_notify_msg ("READY=1");
+               fm_store_schema_version (d->store),
+               d->insecure ? ", INSECURE" : "");
+    return http;
+}
 
-    prune (pruner, d.retention_ns);
+/* Until a signal asks to stop: WAL checkpoints every second, pruning every
+ * prune_ns.
+ */
+static void
+serve (fm_store_t *pruner, int64_t retention_ns, int64_t prune_ns, const sigset_t *sigs)
+{
+    int64_t next_prune;
+    fm_error_t err;
+
+    prune (pruner, retention_ns);
     next_prune = fm_time_mono_ns () + prune_ns;
     for (;;) {
         struct timespec ts = fm_time_to_timespec (FM_NSEC_PER_SEC);
-        int sig = sigtimedwait (&sigs, NULL, &ts);
+        int sig = sigtimedwait (sigs, NULL, &ts);
 
         if (sig == SIGHUP) {
             fm_info ("SIGHUP ignored: restart fabricd to change its configuration");
@@ -360,10 +403,54 @@ int main (int argc, char **argv)
             fm_warn ("%s", err.text);
         }
         if (fm_time_mono_ns () >= next_prune) {
-            prune (pruner, d.retention_ns);
+            prune (pruner, retention_ns);
             next_prune = fm_time_mono_ns () + prune_ns;
         }
     }
+}
+
+int main (int argc, char **argv)
+{
+    args_t args = {0};
+    fm_daemon_t d = {0};
+    fm_store_t *pruner;
+    fm_store_sync_t sync;
+    fm_http_t *http;
+    fm_error_t err;
+    fm_conf_t *conf;
+    char *db_path;
+    sigset_t sigs;
+    int rc;
+
+    fm_log_init ("fabricd", FM_LOG_STDERR, LOG_INFO);
+    if ((rc = args_parse (argc, argv, &args)) >= 0) {
+        return rc;
+    }
+    conf = config_load (&args);
+    if (args.show) {
+        fm_conf_dump (conf, stdout);
+        fm_conf_destroy (conf);
+        return 0;
+    }
+    logging_start (conf);
+    if (sodium_init () < 0) {
+        die ("libsodium failed to initialise");
+    }
+    auth_open (&d, conf, args.insecure);
+    db_path = store_open (&d, conf, &sync, &pruner);
+    daemon_init (&d, conf, args.insecure);
+    if (!(d.monitor = monitor_create (&d, conf, db_path, sync))) {
+        exit (1);
+    }
+    signals_block (&sigs);
+    http = http_start (&d, conf, db_path);
+    if (fm_monitor_start (d.monitor, &err) < 0) {
+        die ("%s", err.text);
+    }
+    sd_notify_msg ("READY=1");
+
+    serve (pruner, d.retention_ns, fm_conf_duration (conf, "prune_interval"), &sigs);
+
     sd_notify_msg ("STOPPING=1");
     fm_http_stop (http);
     fm_monitor_destroy (d.monitor);

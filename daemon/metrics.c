@@ -246,39 +246,9 @@ void fm_metrics_alarms (fm_metrics_t *m, int64_t active)
     }
 }
 
-char *fm_metrics_render (fm_metrics_t *m,
-                         fm_store_t *st,
-                         int64_t since_ns,
-                         int64_t start_real_ns,
-                         size_t *len,
-                         fm_error_t *err)
+/* Requests by route and status, and their latency. */
+static void render_http (FILE *fp, const fm_metrics_t *m)
 {
-    fm_node_stat_t *nodes = NULL;
-    fm_link_stat_t *links = NULL;
-    size_t nnodes = 0, nlinks = 0;
-    char *text = NULL;
-    size_t size = 0;
-    FILE *fp;
-
-    if (fm_store_nodes (st, since_ns, &nodes, &nnodes, err) < 0
-        || fm_store_links (st, since_ns, 0, 0, &links, &nlinks, err) < 0) {
-        fm_store_nodes_free (nodes, nnodes);
-        return NULL;
-    }
-    if (!(fp = open_memstream (&text, &size))) {
-        fm_store_nodes_free (nodes, nnodes);
-        free (links);
-        fm_errprintf (err, "out of memory");
-        return NULL;
-    }
-    fprintf (fp,
-             "# HELP fabricd_up Whether fabricd is serving.\n"
-             "# TYPE fabricd_up gauge\nfabricd_up 1\n");
-    fprintf (fp,
-             "# HELP fabricd_start_time_seconds Realtime fabricd started.\n"
-             "# TYPE fabricd_start_time_seconds gauge\n"
-             "fabricd_start_time_seconds %.3f\n",
-             start_real_ns / 1e9);
     fprintf (fp,
              "# HELP fabricd_http_requests_total HTTP requests answered.\n"
              "# TYPE fabricd_http_requests_total counter\n");
@@ -331,6 +301,11 @@ char *fm_metrics_render (fm_metrics_t *m,
                  m->names[r],
                  (unsigned long long)m->routes[r].count);
     }
+}
+
+/* What ingest stored and refused, and the probes the agents dropped. */
+static void render_ingest (FILE *fp, const fm_metrics_t *m)
+{
     fprintf (fp,
              "# HELP fabricd_ingest_windows_total Report windows stored.\n"
              "# TYPE fabricd_ingest_windows_total counter\n"
@@ -371,6 +346,11 @@ char *fm_metrics_render (fm_metrics_t *m,
             }
         }
     }
+}
+
+/* What the policy did and holds raised. */
+static void render_actions (FILE *fp, fm_metrics_t *m)
+{
     fprintf (fp,
              "# HELP fabricd_actions_total Actions the policy took or decided, by"
              " kind and result.\n"
@@ -392,6 +372,11 @@ char *fm_metrics_render (fm_metrics_t *m,
              "# TYPE fabricd_alarms_active gauge\n"
              "fabricd_alarms_active %lld\n",
              (long long)atomic_load_explicit (&m->alarms, memory_order_relaxed));
+}
+
+/* One series per node and gauge. */
+static void render_nodes (FILE *fp, const fm_node_stat_t *nodes, size_t nnodes)
+{
     fprintf (fp,
              "# HELP fabricd_node_last_seen_timestamp_seconds End of the node's latest"
              " window.\n"
@@ -434,6 +419,11 @@ char *fm_metrics_render (fm_metrics_t *m,
                  nodes[i].node,
                  nodes[i].sent > 0 ? (double)nodes[i].lost / nodes[i].sent : 0.0);
     }
+}
+
+/* One series per link direction and gauge. */
+static void render_links (FILE *fp, const fm_link_stat_t *links, size_t nlinks)
+{
     fprintf (fp,
              "# HELP fabricd_link_loss_ratio Probe loss of one link direction.\n"
              "# TYPE fabricd_link_loss_ratio gauge\n");
@@ -474,6 +464,46 @@ char *fm_metrics_render (fm_metrics_t *m,
                      links[i].owd_p99_ns / 1e9);
         }
     }
+}
+
+char *fm_metrics_render (fm_metrics_t *m,
+                         fm_store_t *st,
+                         int64_t since_ns,
+                         int64_t start_real_ns,
+                         size_t *len,
+                         fm_error_t *err)
+{
+    fm_node_stat_t *nodes = NULL;
+    fm_link_stat_t *links = NULL;
+    size_t nnodes = 0, nlinks = 0;
+    char *text = NULL;
+    size_t size = 0;
+    FILE *fp;
+
+    if (fm_store_nodes (st, since_ns, &nodes, &nnodes, err) < 0
+        || fm_store_links (st, since_ns, 0, 0, &links, &nlinks, err) < 0) {
+        fm_store_nodes_free (nodes, nnodes);
+        return NULL;
+    }
+    if (!(fp = open_memstream (&text, &size))) {
+        fm_store_nodes_free (nodes, nnodes);
+        free (links);
+        fm_errprintf (err, "out of memory");
+        return NULL;
+    }
+    fprintf (fp,
+             "# HELP fabricd_up Whether fabricd is serving.\n"
+             "# TYPE fabricd_up gauge\nfabricd_up 1\n");
+    fprintf (fp,
+             "# HELP fabricd_start_time_seconds Realtime fabricd started.\n"
+             "# TYPE fabricd_start_time_seconds gauge\n"
+             "fabricd_start_time_seconds %.3f\n",
+             start_real_ns / 1e9);
+    render_http (fp, m);
+    render_ingest (fp, m);
+    render_actions (fp, m);
+    render_nodes (fp, nodes, nnodes);
+    render_links (fp, links, nlinks);
     fm_store_nodes_free (nodes, nnodes);
     free (links);
     if (fclose (fp) != 0) {

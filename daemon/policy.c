@@ -453,44 +453,43 @@ int fm_policy_action_failed (fm_policy_t *pol, const fm_action_t *a)
     return 0;
 }
 
-int fm_policy_decide (fm_policy_t *pol,
-                      const fm_policy_input_t *in,
-                      fm_policy_output_t *out)
+static bool input_valid (const fm_policy_t *pol,
+                         const fm_policy_input_t *in,
+                         const fm_policy_output_t *out)
 {
-    const fm_policy_params_t *p;
-    bool refused = false;
-
     if (!pol || !in || !out || (!in->nodes && in->nnodes) || (!in->jobs && in->njobs)
         || (!in->elems && in->nelems) || in->now_ns < pol->last_now) {
-        errno = EINVAL;
-        return -1;
+        return false;
     }
     for (size_t i = 0; i < in->nnodes; i++) {
         if (!in->nodes[i].name || strlen (in->nodes[i].name) >= 64) {
-            errno = EINVAL;
-            return -1;
+            return false;
         }
     }
     for (size_t i = 0; i < in->nelems; i++) {
         if (!in->elems[i].name) {
-            errno = EINVAL;
-            return -1;
+            return false;
         }
     }
-    p = &pol->p;
-    out->nactions = 0;
-    out->nalarms = 0;
-    pol->last_now = in->now_ns;
+    return true;
+}
 
+/* Drains older than an hour leave max_drains_per_hour's count. */
+static void drains_expire (fm_policy_t *pol, int64_t now)
+{
     size_t keep = 0;
+
     for (size_t i = 0; i < pol->ndrains; i++) {
-        if (in->now_ns - pol->drains[i] < HOUR_NS) {
+        if (now - pol->drains[i] < HOUR_NS) {
             pol->drains[keep++] = pol->drains[i];
         }
     }
     pol->ndrains = keep;
+}
 
-    /* reconcile with what Slurm says */
+/* What we remember against what Slurm says. */
+static int reconcile (fm_policy_t *pol, const fm_policy_input_t *in)
+{
     for (size_t i = 0; i < in->nnodes; i++) {
         const fm_policy_node_t *n = &in->nodes[i];
         nmem_t *m = mem_find (pol, n->name);
@@ -507,147 +506,208 @@ int fm_policy_decide (fm_policy_t *pol,
             }
             m->drained = true;
             m->confirmed = true;
-        } else if (m && m->drained && m->confirmed && !n->drained && !p->dry_run) {
+        } else if (m && m->drained && m->confirmed && !n->drained && !pol->p.dry_run) {
             /* resumed by an admin; an unconfirmed drain may still be on its way */
             m->drained = m->confirmed = false;
         }
     }
-    size_t ours = 0;
-    for (size_t i = 0; i < pol->nmem; i++) {
-        ours += pol->mem[i].drained;
-    }
-    size_t total = in->total_nodes > in->nnodes ? in->total_nodes : in->nnodes;
-    size_t limit = (size_t)floor (p->max_drain_fraction * (double)total);
-    if (limit < 1) {
-        limit = 1;
-    }
+    return 0;
+}
 
+/* The blast-radius limits, as this window uses them up. */
+typedef struct {
+    size_t ours;  /* nodes drained by us */
+    size_t limit; /* max_drain_fraction of the nodes, at least 1 */
+    bool refused; /* a drain was refused this window */
+} budget_t;
+
+static budget_t budget (const fm_policy_t *pol, const fm_policy_input_t *in)
+{
+    size_t total = in->total_nodes > in->nnodes ? in->total_nodes : in->nnodes;
+    budget_t b = {0};
+
+    for (size_t i = 0; i < pol->nmem; i++) {
+        b.ours += pol->mem[i].drained;
+    }
+    b.limit = (size_t)floor (pol->p.max_drain_fraction * (double)total);
+    if (b.limit < 1) {
+        b.limit = 1;
+    }
+    return b;
+}
+
+/* A drain the limits refuse: one alarm until the node is healthy again. */
+static int drain_refused (fm_policy_t *pol,
+                          const fm_policy_node_t *n,
+                          const char *why,
+                          budget_t *b,
+                          fm_policy_output_t *out)
+{
+    nmem_t *m;
+
+    b->refused = true;
+    if (!(m = mem_get (pol, n->name))) {
+        return -1;
+    }
+    if (!m->alarmed) {
+        char el[96];
+        snprintf (el, sizeof (el), "node:%s", n->name);
+        if (alarm_add (out,
+                       el,
+                       "blast radius (%s: %zu drained, %zu in "
+                       "the last hour): not draining failed node %s: "
+                       "%s",
+                       why,
+                       b->ours,
+                       pol->ndrains,
+                       n->name,
+                       n->evidence ? n->evidence : "")
+            < 0) {
+            return -1;
+        }
+        m->alarmed = true;
+    }
+    return 0;
+}
+
+static int node_failed (fm_policy_t *pol,
+                        const fm_policy_input_t *in,
+                        const fm_policy_node_t *n,
+                        nmem_t *m,
+                        budget_t *b,
+                        fm_policy_output_t *out)
+{
+    if (!(m && m->drained)) {
+        const char *why = NULL;
+        if (b->ours >= b->limit) {
+            why = "max_drain_fraction";
+        } else if ((int64_t)pol->ndrains >= pol->p.max_drains_per_hour) {
+            why = "max_drains_per_hour";
+        }
+        if (why) {
+            return drain_refused (pol, n, why, b, out);
+        }
+        fm_action_t *a = act_add (pol, out, FM_ACT_DRAIN, n->name);
+        if (!a || !(m = mem_get (pol, n->name))
+            || grow ((void **)&pol->drains,
+                     &pol->drains_cap,
+                     pol->ndrains + 1,
+                     sizeof (*pol->drains))
+                   < 0) {
+            return -1;
+        }
+        snprintf (a->reason,
+                  sizeof (a->reason),
+                  "%s %s: %s",
+                  FM_POLICY_REASON_PREFIX,
+                  n->cls ? n->cls : "failed",
+                  n->evidence ? n->evidence : "no details");
+        explain_copy (a, n, a->reason);
+        m->drained = true;
+        pol->drains[pol->ndrains++] = in->now_ns;
+        b->ours++;
+    }
+    return protect_start (pol, in, n, out);
+}
+
+static int node_degraded (fm_policy_t *pol,
+                          const fm_policy_node_t *n,
+                          nmem_t *m,
+                          fm_policy_output_t *out)
+{
+    if (!(m && m->weight_set) && !n->drained) {
+        fm_action_t *a = act_add (pol, out, FM_ACT_SET_WEIGHT, n->name);
+        if (!a || !(m = mem_get (pol, n->name))) {
+            return -1;
+        }
+        m->weight_set = true;
+        m->orig_weight = n->weight;
+        m->set_weight = n->weight + pol->p.degraded_weight_add;
+        a->weight = m->set_weight;
+        snprintf (a->reason,
+                  sizeof (a->reason),
+                  "degraded (%s): %s",
+                  n->cls ? n->cls : "slow",
+                  n->evidence ? n->evidence : "");
+        explain_copy (a, n, a->reason);
+    }
+    return 0;
+}
+
+/* Healthy for resume_windows: undo what we did to it. */
+static int node_healthy (fm_policy_t *pol,
+                         const fm_policy_input_t *in,
+                         const fm_policy_node_t *n,
+                         nmem_t *m,
+                         fm_policy_output_t *out)
+{
+    const fm_policy_params_t *p = &pol->p;
+
+    m->alarmed = false;
+    if (n->healthy_windows < p->resume_windows) {
+        return 0;
+    }
+    if (m->weight_set) {
+        if (n->weight == m->set_weight || p->dry_run) {
+            fm_action_t *a = act_add (pol, out, FM_ACT_SET_WEIGHT, n->name);
+            if (!a) {
+                return -1;
+            }
+            a->weight = m->orig_weight;
+            snprintf (a->reason,
+                      sizeof (a->reason),
+                      "healthy for %d windows: weight restored",
+                      n->healthy_windows);
+        }
+        m->weight_set = false;
+    }
+    if (m->drained && p->auto_resume && !in->resume_by_validation) {
+        fm_action_t *a = act_add (pol, out, FM_ACT_RESUME, n->name);
+        if (!a) {
+            return -1;
+        }
+        snprintf (a->reason,
+                  sizeof (a->reason),
+                  "healthy for %d windows after a fabric drain",
+                  n->healthy_windows);
+        m->drained = m->confirmed = false;
+    }
+    return 0;
+}
+
+static int nodes_decide (fm_policy_t *pol,
+                         const fm_policy_input_t *in,
+                         budget_t *b,
+                         fm_policy_output_t *out)
+{
     for (size_t i = 0; i < in->nnodes; i++) {
         const fm_policy_node_t *n = &in->nodes[i];
         nmem_t *m = mem_find (pol, n->name);
+        int rc = 0;
         if (foreign (n, m)) {
             continue;
         }
-        bool drained_ours = m && m->drained;
         if (n->state == FM_STATE_FAILED) {
-            if (!drained_ours) {
-                const char *why = NULL;
-                if (ours >= limit) {
-                    why = "max_drain_fraction";
-                } else if ((int64_t)pol->ndrains >= p->max_drains_per_hour) {
-                    why = "max_drains_per_hour";
-                }
-                if (why) {
-                    refused = true;
-                    if (!(m = mem_get (pol, n->name))) {
-                        return -1;
-                    }
-                    if (!m->alarmed) {
-                        char el[96];
-                        snprintf (el, sizeof (el), "node:%s", n->name);
-                        if (alarm_add (out,
-                                       el,
-                                       "blast radius (%s: %zu drained, %zu in "
-                                       "the last hour): not draining failed node %s: "
-                                       "%s",
-                                       why,
-                                       ours,
-                                       pol->ndrains,
-                                       n->name,
-                                       n->evidence ? n->evidence : "")
-                            < 0) {
-                            return -1;
-                        }
-                        m->alarmed = true;
-                    }
-                    continue;
-                }
-                fm_action_t *a = act_add (pol, out, FM_ACT_DRAIN, n->name);
-                if (!a || !(m = mem_get (pol, n->name))
-                    || grow ((void **)&pol->drains,
-                             &pol->drains_cap,
-                             pol->ndrains + 1,
-                             sizeof (*pol->drains))
-                           < 0) {
-                    return -1;
-                }
-                snprintf (a->reason,
-                          sizeof (a->reason),
-                          "%s %s: %s",
-                          FM_POLICY_REASON_PREFIX,
-                          n->cls ? n->cls : "failed",
-                          n->evidence ? n->evidence : "no details");
-                explain_copy (a, n, a->reason);
-                m->drained = true;
-                pol->drains[pol->ndrains++] = in->now_ns;
-                ours++;
-            }
-            if (protect_start (pol, in, n, out) < 0) {
-                return -1;
-            }
+            rc = node_failed (pol, in, n, m, b, out);
         } else if (n->state == FM_STATE_DEGRADED) {
-            if (!(m && m->weight_set) && !n->drained) {
-                fm_action_t *a = act_add (pol, out, FM_ACT_SET_WEIGHT, n->name);
-                if (!a || !(m = mem_get (pol, n->name))) {
-                    return -1;
-                }
-                m->weight_set = true;
-                m->orig_weight = n->weight;
-                m->set_weight = n->weight + p->degraded_weight_add;
-                a->weight = m->set_weight;
-                snprintf (a->reason,
-                          sizeof (a->reason),
-                          "degraded (%s): %s",
-                          n->cls ? n->cls : "slow",
-                          n->evidence ? n->evidence : "");
-                explain_copy (a, n, a->reason);
-            }
+            rc = node_degraded (pol, n, m, out);
         } else if (n->state == FM_STATE_HEALTHY && m) {
-            m->alarmed = false;
-            if (n->healthy_windows < p->resume_windows) {
-                continue;
-            }
-            if (m->weight_set) {
-                if (n->weight == m->set_weight || p->dry_run) {
-                    fm_action_t *a = act_add (pol, out, FM_ACT_SET_WEIGHT, n->name);
-                    if (!a) {
-                        return -1;
-                    }
-                    a->weight = m->orig_weight;
-                    snprintf (a->reason,
-                              sizeof (a->reason),
-                              "healthy for %d windows: weight restored",
-                              n->healthy_windows);
-                }
-                m->weight_set = false;
-            }
-            if (m->drained && p->auto_resume && !in->resume_by_validation) {
-                fm_action_t *a = act_add (pol, out, FM_ACT_RESUME, n->name);
-                if (!a) {
-                    return -1;
-                }
-                snprintf (a->reason,
-                          sizeof (a->reason),
-                          "healthy for %d windows after a fabric drain",
-                          n->healthy_windows);
-                m->drained = m->confirmed = false;
-            }
+            rc = node_healthy (pol, in, n, m, out);
+        }
+        if (rc < 0) {
+            return -1;
         }
     }
-    if (protect_step (pol, in, out) < 0) {
-        return -1;
-    }
-    if (refused && attribute (pol, in, out) < 0) {
-        return -1;
-    }
-    if (!refused) {
-        fm_strlist_free (pol->leaf_alarmed, pol->nleaf_alarmed);
-        pol->leaf_alarmed = NULL;
-        pol->nleaf_alarmed = pol->leaf_cap = 0;
-    }
-    /* fabric elements: one alarm per episode */
+    return 0;
+}
+
+/* Fabric elements: one alarm per episode. */
+static int
+elems_alarm (fm_policy_t *pol, const fm_policy_input_t *in, fm_policy_output_t *out)
+{
     char **still = NULL;
     size_t nstill = 0, still_cap = 0;
+
     for (size_t i = 0; i < in->nelems; i++) {
         const fm_policy_elem_t *e = &in->elems[i];
         if (e->state < FM_STATE_DEGRADED) {
@@ -674,6 +734,42 @@ int fm_policy_decide (fm_policy_t *pol,
     pol->elem_alarmed = still;
     pol->nelem_alarmed = nstill;
     pol->elem_cap = still_cap;
+    return 0;
+}
+
+int fm_policy_decide (fm_policy_t *pol,
+                      const fm_policy_input_t *in,
+                      fm_policy_output_t *out)
+{
+    budget_t b;
+
+    if (!input_valid (pol, in, out)) {
+        errno = EINVAL;
+        return -1;
+    }
+    out->nactions = 0;
+    out->nalarms = 0;
+    pol->last_now = in->now_ns;
+
+    drains_expire (pol, in->now_ns);
+    if (reconcile (pol, in) < 0) {
+        return -1;
+    }
+    b = budget (pol, in);
+    if (nodes_decide (pol, in, &b, out) < 0 || protect_step (pol, in, out) < 0) {
+        return -1;
+    }
+    if (b.refused && attribute (pol, in, out) < 0) {
+        return -1;
+    }
+    if (!b.refused) {
+        fm_strlist_free (pol->leaf_alarmed, pol->nleaf_alarmed);
+        pol->leaf_alarmed = NULL;
+        pol->nleaf_alarmed = pol->leaf_cap = 0;
+    }
+    if (elems_alarm (pol, in, out) < 0) {
+        return -1;
+    }
     mem_gc (pol);
     return 0;
 }

@@ -635,104 +635,79 @@ static void merge_hyp (implic_t *m, const fm_hyp_t *h)
     }
 }
 
-int fm_score_close_window (fm_score_t *s, int64_t end_ns)
+/* One open flow's evidence for the window (x, its z-score against the
+ * baseline) into ev; links with a baseline add their variance to gvar.
+ */
+static void flow_evidence (
+    fm_score_t *s, flow_t *f, fm_flow_ev_t *ev, double *gvar_sum, size_t *gvar_n)
 {
-    const fm_score_params_t *p;
-    const fm_hyp_t *hyps;
-    int nh;
+    const fm_score_params_t *p = &s->p;
+    double x = 0, z = 0, infl = 0;
+    signal_t kind = flow_signal (s, f, &x);
+    bool has_z = false;
 
-    if (!s || end_ns <= s->last_end) {
-        errno = EINVAL;
-        return -1;
+    if (f->last_w != s->w - 1) {
+        f->sent_d = f->lost_d = f->zs_d = f->zn_d = f->infl_d = 0;
     }
-    p = &s->p;
-    if (ensure ((void **)&s->ev, &s->ev_cap, s->nopen + 1, sizeof (*s->ev)) < 0) {
-        errno = ENOMEM;
-        return -1;
+    if (kind != f->kind) {
+        f->kind = kind;
+        f->nbase = 0;
+        f->base = f->var = 0;
     }
-    s->w++;
-    double p0 = fm_score_p0 (s);
-    double gvar_sum = 0;
-    size_t gvar_n = 0;
-    for (size_t i = 0; i < s->nopen; i++) {
-        flow_t *f = &s->flows[s->open[i]];
-        fm_flow_ev_t *ev = &s->ev[i];
-        double x = 0, z = 0, infl = 0;
-        signal_t kind = flow_signal (s, f, &x);
-        bool has_z = false;
+    if (kind != SIG_NONE && f->nbase >= p->learn_windows) {
+        /* a few windows give a noisy variance: shrink it towards the mean
+         * of all links, so z-scores of equally slowed links agree
+         */
+        double nb = f->nbase < 100 ? f->nbase : 100;
+        double var = s->gvar > 0 ? (nb * f->var + 20 * s->gvar) / (nb + 20) : f->var;
+        double sigma = sqrt (var);
+        *gvar_sum += f->var;
+        (*gvar_n)++;
+        if (sigma < p->sigma_floor_ns) {
+            sigma = p->sigma_floor_ns;
+        }
+        infl = x - f->base;
+        z = infl / sigma;
+        if (z > p->z_clip) {
+            z = p->z_clip;
+        } else if (z < -p->z_clip) {
+            z = -p->z_clip;
+        }
+        has_z = true;
+    }
+    double lost = f->c_sent - f->c_recv;
+    f->sent_d = f->sent_d * p->decay + f->c_sent;
+    f->lost_d = f->lost_d * p->decay + lost;
+    f->zs_d = f->zs_d * p->decay + (has_z ? z : 0);
+    f->zn_d = f->zn_d * p->decay + (has_z ? 1 : 0);
+    f->infl_d = f->infl_d * p->decay + (has_z ? infl : 0);
+    *ev = (fm_flow_ev_t){
+        .src = f->src,
+        .dst = f->dst,
+        .via = f->via,
+        .sent = f->sent_d,
+        .lost = f->lost_d,
+        .zs = f->zs_d,
+        .zn = f->zn_d,
+        .infl_ns = f->infl_d,
+        .cur_sent = f->c_sent,
+        .cur_lost = lost,
+        .cur_zs = has_z ? z : 0,
+        .cur_zn = has_z ? 1 : 0,
+        .cur_infl_ns = has_z ? infl : 0,
+        .explained = -1,
+    };
+    f->w_kind = kind;
+    f->w_x = x;
+    f->w_z = z;
+    f->w_has_z = has_z;
+}
 
-        if (f->last_w != s->w - 1) {
-            f->sent_d = f->lost_d = f->zs_d = f->zn_d = f->infl_d = 0;
-        }
-        if (kind != f->kind) {
-            f->kind = kind;
-            f->nbase = 0;
-            f->base = f->var = 0;
-        }
-        if (kind != SIG_NONE && f->nbase >= p->learn_windows) {
-            /* a few windows give a noisy variance: shrink it towards the mean
-             * of all links, so z-scores of equally slowed links agree
-             */
-            double nb = f->nbase < 100 ? f->nbase : 100;
-            double var =
-                s->gvar > 0 ? (nb * f->var + 20 * s->gvar) / (nb + 20) : f->var;
-            double sigma = sqrt (var);
-            gvar_sum += f->var;
-            gvar_n++;
-            if (sigma < p->sigma_floor_ns) {
-                sigma = p->sigma_floor_ns;
-            }
-            infl = x - f->base;
-            z = infl / sigma;
-            if (z > p->z_clip) {
-                z = p->z_clip;
-            } else if (z < -p->z_clip) {
-                z = -p->z_clip;
-            }
-            has_z = true;
-        }
-        double lost = f->c_sent - f->c_recv;
-        f->sent_d = f->sent_d * p->decay + f->c_sent;
-        f->lost_d = f->lost_d * p->decay + lost;
-        f->zs_d = f->zs_d * p->decay + (has_z ? z : 0);
-        f->zn_d = f->zn_d * p->decay + (has_z ? 1 : 0);
-        f->infl_d = f->infl_d * p->decay + (has_z ? infl : 0);
-        *ev = (fm_flow_ev_t){
-            .src = f->src,
-            .dst = f->dst,
-            .via = f->via,
-            .sent = f->sent_d,
-            .lost = f->lost_d,
-            .zs = f->zs_d,
-            .zn = f->zn_d,
-            .infl_ns = f->infl_d,
-            .cur_sent = f->c_sent,
-            .cur_lost = lost,
-            .cur_zs = has_z ? z : 0,
-            .cur_zn = has_z ? 1 : 0,
-            .cur_infl_ns = has_z ? infl : 0,
-            .explained = -1,
-        };
-        f->w_kind = kind;
-        f->w_x = x;
-        f->w_z = z;
-        f->w_has_z = has_z;
-    }
-    fm_localize_params_t lp = p->loc;
-    lp.p0 = p0;
-    if (s->w > p->learn_windows) {
-        nh = fm_localize_run (s->loc, s->ev, s->nopen, &lp, &hyps);
-        if (nh < 0) {
-            return -1;
-        }
-    } else {
-        /* learning: baselines and p0 first, blame nothing yet */
-        nh = 0;
-        hyps = NULL;
-    }
-    if (gvar_n > 0) {
-        s->gvar = gvar_sum / (double)gvar_n;
-    }
+/* The window's counts into the loss estimate and the baselines (flows that
+ * no hypothesis explains), and every open flow closed.
+ */
+static void flows_close (fm_score_t *s)
+{
     s->loss_l *= 0.99;
     s->loss_s *= 0.99;
     for (size_t i = 0; i < s->nopen; i++) {
@@ -751,8 +726,10 @@ int fm_score_close_window (fm_score_t *s, int64_t end_ns)
         f->open = false;
     }
     s->nopen = 0;
+}
 
-    s->nimp = 0;
+static int implicate_hyps (fm_score_t *s, const fm_hyp_t *hyps, int nh)
+{
     for (int i = 0; i < nh; i++) {
         if (!hyps[i].current) {
             continue;
@@ -764,6 +741,14 @@ int fm_score_close_window (fm_score_t *s, int64_t end_ns)
         }
         merge_hyp (m, &hyps[i]);
     }
+    return 0;
+}
+
+/* Node-local health events that count on their own. */
+static int implicate_health (fm_score_t *s)
+{
+    const fm_score_params_t *p = &s->p;
+
     for (size_t n = 0; n < s->nn; n++) {
         health_t *h = &s->health[n];
         if (!h->any) {
@@ -796,6 +781,11 @@ int fm_score_close_window (fm_score_t *s, int64_t end_ns)
         }
         *h = (health_t){0};
     }
+    return 0;
+}
+
+static int elems_step (fm_score_t *s, int64_t end_ns)
+{
     /* step every tracked element, then the implicated ones not yet tracked */
     for (size_t i = 0; i < s->nimp; i++) {
         fm_elem_status_t *e = elem_get (s, s->imp[i].kind, s->imp[i].id);
@@ -814,6 +804,12 @@ int fm_score_close_window (fm_score_t *s, int64_t end_ns)
             elem_clear (s, e, end_ns);
         }
     }
+    return 0;
+}
+
+/* Clean windows per node that reported in this one. */
+static void nodes_clean (fm_score_t *s)
+{
     for (size_t n = 0; n < s->nn; n++) {
         if (s->seen[n]) {
             int32_t ei = s->node_elem[n];
@@ -822,6 +818,10 @@ int fm_score_close_window (fm_score_t *s, int64_t end_ns)
         }
         s->seen[n] = false;
     }
+}
+
+static void elems_forget (fm_score_t *s)
+{
     /* forget elements that are healthy again */
     size_t keep = 0;
     for (size_t i = 0; i < s->nelems; i++) {
@@ -838,6 +838,46 @@ int fm_score_close_window (fm_score_t *s, int64_t end_ns)
         s->elems[keep++] = *e;
     }
     s->nelems = keep;
+}
+
+int fm_score_close_window (fm_score_t *s, int64_t end_ns)
+{
+    fm_localize_params_t lp;
+    const fm_hyp_t *hyps = NULL;
+    double gvar_sum = 0;
+    size_t gvar_n = 0;
+    int nh = 0;
+
+    if (!s || end_ns <= s->last_end) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (ensure ((void **)&s->ev, &s->ev_cap, s->nopen + 1, sizeof (*s->ev)) < 0) {
+        errno = ENOMEM;
+        return -1;
+    }
+    s->w++;
+    lp = s->p.loc;
+    lp.p0 = fm_score_p0 (s);
+    for (size_t i = 0; i < s->nopen; i++) {
+        flow_evidence (s, &s->flows[s->open[i]], &s->ev[i], &gvar_sum, &gvar_n);
+    }
+    /* learning: baselines and p0 first, blame nothing yet */
+    if (s->w > s->p.learn_windows
+        && (nh = fm_localize_run (s->loc, s->ev, s->nopen, &lp, &hyps)) < 0) {
+        return -1;
+    }
+    if (gvar_n > 0) {
+        s->gvar = gvar_sum / (double)gvar_n;
+    }
+    flows_close (s);
+    s->nimp = 0;
+    if (implicate_hyps (s, hyps, nh) < 0 || implicate_health (s) < 0
+        || elems_step (s, end_ns) < 0) {
+        return -1;
+    }
+    nodes_clean (s);
+    elems_forget (s);
     s->last_end = end_ns;
     return 0;
 }

@@ -477,22 +477,32 @@ static int uplink_index (fm_topo_t *t)
 }
 
 /* Build the topology from parsed records. */
-static int build (fm_topo_t *t, swrecs_t *recs, fm_error_t *err)
+static int oom (fm_error_t *err)
 {
-    strmap_t sw = {0};
-    int rc = -1;
+    errno = ENOMEM;
+    return fm_errprintf (err, "out of memory");
+}
 
+/* Switch name -> record, each name once. */
+static int switches_index (swrecs_t *recs, strmap_t *sw, fm_error_t *err)
+{
     for (size_t i = 0; i < recs->n; i++) {
-        if (strmap_get (&sw, recs->v[i].name) >= 0) {
+        if (strmap_get (sw, recs->v[i].name) >= 0) {
             errno = EINVAL;
             fm_errprintf (
                 err, "line %d: duplicate switch %s", recs->v[i].line, recs->v[i].name);
-            goto out;
+            return -1;
         }
-        if (strmap_put (&sw, recs->v[i].name, (int)i) < 0) {
-            goto oom;
+        if (strmap_put (sw, recs->v[i].name, (int)i) < 0) {
+            return oom (err);
         }
     }
+    return 0;
+}
+
+/* Switches= into record indexes. */
+static int children_resolve (swrecs_t *recs, strmap_t *sw, fm_error_t *err)
+{
     for (size_t i = 0; i < recs->n; i++) {
         swrec_t *r = &recs->v[i];
         if (!r->switches) {
@@ -504,16 +514,16 @@ static int build (fm_topo_t *t, swrecs_t *recs, fm_error_t *err)
         if (!hl) {
             errno = EINVAL;
             fm_errprintf (err, "line %d: Switches: %s", r->line, herr.text);
-            goto out;
+            return -1;
         }
         r->nchildren = fm_hostlist_count (hl);
         r->children = calloc (r->nchildren ? r->nchildren : 1, sizeof (int));
         if (!r->children) {
             fm_hostlist_destroy (hl);
-            goto oom;
+            return oom (err);
         }
         for (size_t c = 0; c < r->nchildren; c++) {
-            int ci = strmap_get (&sw, fm_hostlist_nth (hl, c));
+            int ci = strmap_get (sw, fm_hostlist_nth (hl, c));
             if (ci < 0) {
                 errno = EINVAL;
                 fm_errprintf (err,
@@ -522,15 +532,23 @@ static int build (fm_topo_t *t, swrecs_t *recs, fm_error_t *err)
                               r->name,
                               fm_hostlist_nth (hl, c));
                 fm_hostlist_destroy (hl);
-                goto out;
+                return -1;
             }
             r->children[c] = ci;
         }
         fm_hostlist_destroy (hl);
     }
+    return 0;
+}
+
+/* Each switch's depth above the leaves, checked against its Level=; the
+ * leaves named.
+ */
+static int levels_check (fm_topo_t *t, swrecs_t *recs, fm_error_t *err)
+{
     for (size_t i = 0; i < recs->n; i++) {
         if (visit (recs, (int)i, err) < 0) {
-            goto out;
+            return -1;
         }
     }
     for (size_t i = 0; i < recs->n; i++) {
@@ -543,19 +561,25 @@ static int build (fm_topo_t *t, swrecs_t *recs, fm_error_t *err)
                           r->name,
                           r->level,
                           r->depth);
-            goto out;
+            return -1;
         }
         if (r->depth == 0) {
             r->leaf = namelist_add (&t->leaves, r->name);
             if (r->leaf < 0) {
-                goto oom;
+                return oom (err);
             }
         }
     }
+    return 0;
+}
+
+/* The nodes under each leaf, each under one leaf only. */
+static int leaves_fill (fm_topo_t *t, swrecs_t *recs, fm_error_t *err)
+{
     t->leaf_nodes = calloc (t->leaves.n + 1, sizeof (*t->leaf_nodes));
     t->leaf_nnodes = calloc (t->leaves.n + 1, sizeof (*t->leaf_nnodes));
     if (!t->leaf_nodes || !t->leaf_nnodes) {
-        goto oom;
+        return oom (err);
     }
     for (size_t i = 0; i < recs->n; i++) {
         swrec_t *r = &recs->v[i];
@@ -567,13 +591,13 @@ static int build (fm_topo_t *t, swrecs_t *recs, fm_error_t *err)
         if (!hl) {
             errno = EINVAL;
             fm_errprintf (err, "line %d: Nodes: %s", r->line, herr.text);
-            goto out;
+            return -1;
         }
         size_t n = fm_hostlist_count (hl);
         t->leaf_nodes[r->leaf] = calloc (n ? n : 1, sizeof (int));
         if (!t->leaf_nodes[r->leaf]) {
             fm_hostlist_destroy (hl);
-            goto oom;
+            return oom (err);
         }
         for (size_t k = 0; k < n; k++) {
             const char *name = fm_hostlist_nth (hl, k);
@@ -584,7 +608,7 @@ static int build (fm_topo_t *t, swrecs_t *recs, fm_error_t *err)
                               r->line,
                               name);
                 fm_hostlist_destroy (hl);
-                goto out;
+                return -1;
             }
             int id = add_node_leaf (t, name, r->leaf);
             if (id < 0) {
@@ -596,12 +620,20 @@ static int build (fm_topo_t *t, swrecs_t *recs, fm_error_t *err)
                               e == EINVAL ? "bad name" : strerror (e));
                 fm_hostlist_destroy (hl);
                 errno = e;
-                goto out;
+                return -1;
             }
             t->leaf_nodes[r->leaf][t->leaf_nnodes[r->leaf]++] = id;
         }
         fm_hostlist_destroy (hl);
     }
+    return 0;
+}
+
+/* Upper switches: their nodes must be under some leaf; a switch above a leaf
+ * is a spine and the pair an uplink.
+ */
+static int uplinks_link (fm_topo_t *t, swrecs_t *recs, fm_error_t *err)
+{
     for (size_t i = 0; i < recs->n; i++) {
         swrec_t *r = &recs->v[i];
         if (r->leaf >= 0) {
@@ -614,7 +646,7 @@ static int build (fm_topo_t *t, swrecs_t *recs, fm_error_t *err)
             if (!hl) {
                 errno = EINVAL;
                 fm_errprintf (err, "line %d: Nodes: %s", r->line, herr.text);
-                goto out;
+                return -1;
             }
             for (size_t k = 0; k < fm_hostlist_count (hl); k++) {
                 if (fm_topo_node_find (t, fm_hostlist_nth (hl, k)) < 0) {
@@ -626,7 +658,7 @@ static int build (fm_topo_t *t, swrecs_t *recs, fm_error_t *err)
                                   fm_hostlist_nth (hl, k),
                                   r->name);
                     fm_hostlist_destroy (hl);
-                    goto out;
+                    return -1;
                 }
             }
             fm_hostlist_destroy (hl);
@@ -639,7 +671,7 @@ static int build (fm_topo_t *t, swrecs_t *recs, fm_error_t *err)
             if (r->spine < 0) {
                 r->spine = namelist_add (&t->spines, r->name);
                 if (r->spine < 0) {
-                    goto oom;
+                    return oom (err);
                 }
             }
             /* a leaf listed twice by the same parent is one uplink */
@@ -650,19 +682,26 @@ static int build (fm_topo_t *t, swrecs_t *recs, fm_error_t *err)
                 }
             }
             if (!dup && uplink_add (t, child->leaf, r->spine) < 0) {
-                goto oom;
+                return oom (err);
             }
         }
     }
     if (uplink_index (t) < 0) {
-        goto oom;
+        return oom (err);
     }
-    rc = 0;
-    goto out;
-oom:
-    errno = ENOMEM;
-    fm_errprintf (err, "out of memory");
-out:
+    return 0;
+}
+
+static int build (fm_topo_t *t, swrecs_t *recs, fm_error_t *err)
+{
+    strmap_t sw = {0};
+    int rc = -1;
+
+    if (switches_index (recs, &sw, err) == 0 && children_resolve (recs, &sw, err) == 0
+        && levels_check (t, recs, err) == 0 && leaves_fill (t, recs, err) == 0
+        && uplinks_link (t, recs, err) == 0) {
+        rc = 0;
+    }
     strmap_free (&sw);
     return rc;
 }
