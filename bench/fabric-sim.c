@@ -337,7 +337,7 @@ static void on_detection (eval_t *ev, const fm_elem_status_t *e, double t)
     char name[160];
     bool any = false, ok = false;
 
-    fm_score_elem_name (ev->topo, e->kind, e->id, name, sizeof (name));
+    fm_score_text_elem_name (ev->topo, e->kind, e->id, name, sizeof (name));
     ev->dets++;
     for (size_t i = 0; i < ev->nfaults; i++) {
         fault_rt_t *fr = &ev->faults[i];
@@ -744,17 +744,17 @@ int main (int argc, char **argv)
         for (size_t i = 0; i < ne; i++) {
             const fm_elem_status_t *e = fm_score_elem (score, i);
             if (e->kind != FM_ELEM_NODE) {
-                fm_score_elem_name (
+                fm_score_text_elem_name (
                     topo, e->kind, e->id, elname[nel], sizeof (elname[0]));
-                fm_score_evidence (topo, e, elevid[nel], sizeof (elevid[0]));
+                fm_score_text_evidence (topo, e, elevid[nel], sizeof (elevid[0]));
                 pel[nel] = (fm_policy_elem_t){elname[nel], e->state, elevid[nel]};
                 nel++;
                 continue;
             }
             size_t x = np++;
             listed[e->id] = 1;
-            fm_score_evidence (topo, e, evid[x], sizeof (evid[0]));
-            fm_score_explain (topo, e, expl[x], sizeof (expl[0]));
+            fm_score_text_evidence (topo, e, evid[x], sizeof (evid[0]));
+            fm_score_text_explain (topo, e, expl[x], sizeof (expl[0]));
             pin[x] = (fm_policy_node_t){
                 .name = fm_topo_node_name (topo, e->id),
                 .leaf = fm_topo_leaf_name (topo, leaf[e->id]),

@@ -344,7 +344,7 @@ static void probation_judge (fm_monitor_t *m, int64_t now)
                         peers);
     } else if (e && e->state >= FM_STATE_DEGRADED) {
         char ev[200];
-        fm_score_evidence (m->topo, e, ev, sizeof (ev));
+        fm_score_text_evidence (m->topo, e, ev, sizeof (ev));
         probation_fail (
             m, now, "%s: validation failed: %s", fm_localize_class_name (e->cls), ev);
     } else if (clean >= pp->resume_windows && check == 1 && hi < thr) {

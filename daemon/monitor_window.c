@@ -43,7 +43,7 @@ fm_monitor_window_state (fm_monitor_t *m, int64_t now, const fm_policy_params_t 
 
     for (size_t i = 0; text && i < ne; i++) {
         const fm_elem_status_t *e = fm_score_elem (m->score, i);
-        fm_score_elem_name (m->topo, e->kind, e->id, name, sizeof (name));
+        fm_score_text_elem_name (m->topo, e->kind, e->id, name, sizeof (name));
         json_t *x = json_pack ("{s:s,s:s,s:s,s:s,s:s,s:f,s:I,s:I}",
                                "name",
                                name,
@@ -62,9 +62,9 @@ fm_monitor_window_state (fm_monitor_t *m, int64_t now, const fm_policy_params_t 
                                "witnesses",
                                (json_int_t)e->witnesses);
         if (x) {
-            fm_score_evidence (m->topo, e, text, 8192);
+            fm_score_text_evidence (m->topo, e, text, 8192);
             json_object_set_new (x, "evidence", json_string (text));
-            fm_score_explain (m->topo, e, text, 8192);
+            fm_score_text_explain (m->topo, e, text, 8192);
             json_object_set_new (x, "explain", json_string (text));
         }
         json_array_append_new (el, x);
@@ -333,9 +333,9 @@ static void pinput_scored (fm_monitor_t *m, pinput_t *pi)
     for (size_t i = 0; i < ne; i++) {
         const fm_elem_status_t *e = fm_score_elem (m->score, i);
         if (e->kind != FM_ELEM_NODE) {
-            fm_score_elem_name (
+            fm_score_text_elem_name (
                 m->topo, e->kind, e->id, pi->elname[nel], sizeof (pi->elname[0]));
-            fm_score_evidence (m->topo, e, pi->evid[np], sizeof (pi->evid[0]));
+            fm_score_text_evidence (m->topo, e, pi->evid[np], sizeof (pi->evid[0]));
             pi->elems[nel] =
                 (fm_policy_elem_t){pi->elname[nel], e->state, strdup (pi->evid[np])};
             nel++;
@@ -346,8 +346,8 @@ static void pinput_scored (fm_monitor_t *m, pinput_t *pi)
         if (ni && fm_monitor_is_manual (ni->reason)) {
             continue;
         }
-        fm_score_evidence (m->topo, e, pi->evid[np], sizeof (pi->evid[0]));
-        fm_score_explain (m->topo, e, pi->expl[np], sizeof (pi->expl[0]));
+        fm_score_text_evidence (m->topo, e, pi->evid[np], sizeof (pi->evid[0]));
+        fm_score_text_explain (m->topo, e, pi->expl[np], sizeof (pi->expl[0]));
         pi->nodes[np] = (fm_policy_node_t){
             .name = name,
             .leaf = fm_topo_leaf_name (m->topo, fm_topo_node_leaf (m->topo, e->id)),

@@ -161,21 +161,23 @@ int fm_score_forget (fm_score_t *s, fm_elem_kind_t kind, int id);
 int fm_score_node_clean (const fm_score_t *s, int node);
 double fm_score_p0 (const fm_score_t *s);
 
+/* score_text.c: the words for an element and its evidence. */
+
 /* "node:n42", "uplink:leaf7-spine3", "switch:leaf7", "switch:spine1". */
-int fm_score_elem_name (
+int fm_score_text_elem_name (
     const fm_topo_t *topo, fm_elem_kind_t kind, int id, char *buf, size_t len);
 /* One line of evidence with numbers, for a Slurm reason ("tx loss 2.10% (105/5000
  * probes) from 9 peers, 3 windows"). Returns the length as snprintf does.
  */
-int fm_score_evidence (const fm_topo_t *topo,
-                       const fm_elem_status_t *e,
-                       char *buf,
-                       size_t len);
+int fm_score_text_evidence (const fm_topo_t *topo,
+                            const fm_elem_status_t *e,
+                            char *buf,
+                            size_t len);
 /* The explanation chain, one line per window, for `fabricctl explain`. */
-int fm_score_explain (const fm_topo_t *topo,
-                      const fm_elem_status_t *e,
-                      char *buf,
-                      size_t len);
+int fm_score_text_explain (const fm_topo_t *topo,
+                           const fm_elem_status_t *e,
+                           char *buf,
+                           size_t len);
 
 const char *fm_score_state_name (fm_state_t st);
 

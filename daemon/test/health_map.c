@@ -394,7 +394,7 @@ static void test_score (void **state)
     const fm_elem_status_t *e = fm_score_find (sc, FM_ELEM_NODE, 1);
     assert_non_null (e);
     assert_int_equal (e->state, FM_STATE_DEGRADED);
-    fm_score_evidence (topo, e, buf, sizeof (buf));
+    fm_score_text_evidence (topo, e, buf, sizeof (buf));
     assert_non_null (strstr (buf, "gpu fault"));
     assert_null (fm_score_find (sc, FM_ELEM_NODE, 2));
     /* out of range kind */

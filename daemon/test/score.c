@@ -178,7 +178,7 @@ static void test_states (void **state)
     assert_int_equal (e->cls, FM_CLASS_LOSS);
     assert_int_equal (e->since_ns, 12 * W_NS);
     char buf[256];
-    fm_score_evidence (fx->topo, e, buf, sizeof (buf));
+    fm_score_text_evidence (fx->topo, e, buf, sizeof (buf));
     assert_non_null (strstr (buf, "tx loss"));
     assert_non_null (strstr (buf, "7 peers"));
     assert_int_equal (fm_score_node_clean (fx->sc, 3), 0);
@@ -251,7 +251,7 @@ static void test_delay (void **state)
     assert_int_equal (node_state (fx, 2), FM_STATE_FAILED);
     char buf[2048];
     assert_true (
-        fm_score_explain (
+        fm_score_text_explain (
             fx->topo, fm_score_find (fx->sc, FM_ELEM_NODE, 2), buf, sizeof (buf))
         > 0);
     assert_non_null (strstr (buf, "node:n2: failed delay"));
@@ -323,7 +323,7 @@ static void test_health (void **state)
     assert_int_equal (e->state, FM_STATE_FAILED);
     assert_int_equal (e->cls, FM_CLASS_DOWN);
     char buf[256];
-    fm_score_evidence (fx->topo, e, buf, sizeof (buf));
+    fm_score_text_evidence (fx->topo, e, buf, sizeof (buf));
     assert_non_null (strstr (buf, "node health: link down"));
     /* port errors below the threshold do not count, above they degrade */
     fm_health_event_t pe = {.node = 6, .kind = FM_HEALTH_PORT_ERRORS, .count = 3};
@@ -413,7 +413,7 @@ static void test_nic_vs_uplink (void **state)
         assert_int_equal (fm_score_nelems (sc), 1);
         const fm_elem_status_t *e = fm_score_elem (sc, 0);
         char name[64];
-        fm_score_elem_name (t, e->kind, e->id, name, sizeof (name));
+        fm_score_text_elem_name (t, e->kind, e->id, name, sizeof (name));
         assert_string_equal (name, mode == 0 ? "node:n5" : "uplink:leaf1-spine1");
         assert_int_equal (e->side, FM_SIDE_RX);
         assert_int_equal (e->state, FM_STATE_FAILED);
