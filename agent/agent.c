@@ -20,88 +20,36 @@
 #include <unistd.h>
 #include <sodium.h>
 
-#include "agent.h"
-#include "clockpage.h"
-#include "client.h"
-#include "engine.h"
-#include "fm/api.h"
-#include "health.h"
-#include "hostlist.h"
-#include "log.h"
-#include "report.h"
-#include "spool.h"
-#include "fmtime.h"
+#include "agent_private.h"
 
-#define SPOOL_MAX_FILES 2048
-#define SPOOL_MAX_BYTES (1024 * 1024)
-#define BATCH_MAX 32
-#define HTTP_TIMEOUT_MS 3000
-#define BACKOFF_MIN_NS (1LL * FM_NSEC_PER_SEC)
-#define BACKOFF_MAX_NS (30LL * FM_NSEC_PER_SEC)
-#define PEER_POLL_NS (2LL * FM_NSEC_PER_SEC)
-#define PEER_POLL_MIN_NS (50LL * 1000 * 1000)
-#define REQUEST_TIMEOUT_NS (1LL * FM_NSEC_PER_SEC)
-/* the job timeline page: refreshed at a wakeup this long after the last,
- * woken for after PUBLISH_MAX_NS, trusted for PUBLISH_VALID_NS
- */
-#define PUBLISH_NS (250LL * 1000 * 1000)
-#define PUBLISH_MAX_NS (1000LL * 1000 * 1000)
-/* while there is no estimate, a wakeup this long after the last refresh
- * tries again: the first estimate is on the page within a wakeup or two, not
- * up to PUBLISH_NS later
- */
-#define PUBLISH_RETRY_NS (20LL * 1000 * 1000)
-/* Timer wakeups are coalesced: probes and timeouts that come due within
- * this much of each other, or half a probe interval when that is shorter,
- * are handled in one wakeup (a probe leaves up to that late, which its
- * randomised interval absorbs; a target gets one pair a wakeup). Arriving datagrams are
- * still answered at once: a reply's hold time, t3 - t2, is on the
- * responder's clock, and the naive estimator's offset is off by half of it
- * times the clocks' rate difference.
- */
-#define COALESCE_NS (50LL * 1000 * 1000)
-/* and a wakeup sends the probes due within this much (at most a quarter of
- * their interval): most then go out with an answer instead of on a wakeup
- */
-#define EARLY_NS (250LL * 1000 * 1000)
-#define PUBLISH_VALID_NS (2LL * FM_NSEC_PER_SEC)
-/* how fast the published bound grows away from its epoch: the drift
- * uncertainty, conservatively (doc/clock.md)
- */
-#define PUBLISH_BOUND_RATE_PPB 100
-/* a peer polls fabricd for new nodes at least this often (PEER_POLL_NS) */
-#define STARTUP_GRACE_NS PEER_POLL_NS
-
+/* The probe loop's own state (the main thread). */
 typedef struct {
-    char node[FM_API_NODE_MAX + 1];
-    char addr[INET6_ADDRSTRLEN];
-    int port;
-} peer_info_t;
-
-/* State shared by the probe loop (main thread) and the HTTP thread. */
-typedef struct {
-    const fm_agent_cfg_t *cfg;
-    fm_hostlist_t *hosts;
-    char probe_addr[INET6_ADDRSTRLEN];
-    int probe_port;
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    int notify_fd; /* eventfd: the HTTP thread has news for main */
-    /* under lock */
-    bool stop;
-    int64_t flush_deadline; /* monotonic */
-    bool registered;
-    uint8_t key[FM_PROBE_KEY_SIZE];
-    int64_t window_ns;
-    peer_info_t *peers; /* by node index; port 0 = not registered */
-    size_t npeers_known;
-    bool peers_changed;
-    bool poll_now; /* a node we cannot answer yet is probing us */
-    fm_spool_t *spool;
-    bool last_spooled; /* the last window of this agent's life is in the spool */
-    uint64_t sent_windows;
-    uint64_t refused_windows;
-} shared_t;
+    shared_t *sh;
+    fm_engine_t *engine;
+    bool started;
+    uint16_t *targets;
+    size_t ntargets;
+    const char **target_names;
+    int64_t window_start_real;
+    uint64_t last_seq;
+    uint64_t unknown_seen;
+    uint64_t drops_reported[FM_API_PROBE_DROP_NREASONS]; /* engine counts so far */
+    int tfd_probe;
+    int64_t probe_armed; /* tfd_probe's deadline, monotonic */
+    int tfd_window;
+    fm_clockpage_t *page; /* NULL: not published */
+    int64_t published;    /* monotonic: the page's last refresh */
+    bool estimated;       /* the last refresh had an estimate to publish */
+    double rate;          /* probes/s to each peer */
+    int64_t coalesce_ns;  /* see COALESCE_NS */
+    int64_t ref_epoch_ns; /* job time of the first valid publication, 0: none */
+    fm_ratelimit_t rl_clock;
+    fm_health_t *health;      /* NULL: no health records */
+    fm_health_set_t hset;     /* this window's records */
+    fm_health_steer_t *steer; /* NULL: no steering file */
+    bool steer_failing;       /* the steering file could not be written */
+    bool health_capped;       /* "records left out" was said */
+} loop_t;
 
 double fm_agent_default_rate (size_t ntargets)
 {
@@ -138,386 +86,6 @@ size_t fm_agent_pick_targets (size_t n, uint16_t self, unsigned k, uint16_t *out
     return m;
 }
 
-static int parse_key (const char *hex, uint8_t *key)
-{
-    size_t len;
-
-    if (!hex || strlen (hex) != 2 * FM_PROBE_KEY_SIZE) {
-        return -1;
-    }
-    return sodium_hex2bin (key, FM_PROBE_KEY_SIZE, hex, strlen (hex), NULL, &len, NULL)
-                       == 0
-                   && len == FM_PROBE_KEY_SIZE
-               ? 0
-               : -1;
-}
-
-/* Take the peers[] of a registration or peers answer (under lock). */
-static void take_peers (shared_t *sh, json_t *peers)
-{
-    size_t i;
-    json_t *p;
-
-    json_array_foreach (peers, i, p) {
-        const char *node, *addr;
-        json_int_t port;
-        int idx;
-
-        if (json_unpack (p,
-                         "{s:s, s:s, s:I}",
-                         "node",
-                         &node,
-                         "probe_addr",
-                         &addr,
-                         "probe_port",
-                         &port)
-                < 0
-            || port < 1 || port > 65535 || strlen (addr) >= INET6_ADDRSTRLEN) {
-            continue;
-        }
-        /* ourselves: counted from the start */
-        if ((idx = fm_hostlist_find (sh->hosts, node)) < 0
-            || strcmp (node, sh->cfg->node) == 0) {
-            continue;
-        }
-        if (sh->peers[idx].port != port || strcmp (sh->peers[idx].addr, addr) != 0) {
-            if (sh->peers[idx].port == 0) {
-                sh->npeers_known++;
-            }
-            snprintf (sh->peers[idx].node, sizeof (sh->peers[idx].node), "%s", node);
-            snprintf (sh->peers[idx].addr, sizeof (sh->peers[idx].addr), "%s", addr);
-            sh->peers[idx].port = (int)port;
-            sh->peers_changed = true;
-        }
-    }
-}
-
-static void notify_main (shared_t *sh)
-{
-    uint64_t one = 1;
-
-    if (write (sh->notify_fd, &one, sizeof (one)) < 0) {
-        fm_debug ("eventfd: %s", strerror (errno));
-    }
-}
-
-/* A daemon that is down or misconfigured stays so for a while: say it once an
- * hour, with the number of failed retries, not once per retry. */
-static int do_register (shared_t *sh, fm_client_t *c, fm_ratelimit_t *rl)
-{
-    const fm_agent_cfg_t *cfg = sh->cfg;
-    json_t *req, *ans = NULL, *peers;
-    char *body;
-    const char *key;
-    json_int_t window_ns;
-    fm_error_t err;
-    int status;
-
-    req = json_pack ("{s:I, s:s, s:s, s:I, s:s, s:s, s:i}",
-                     "job_id",
-                     (json_int_t)cfg->job_id,
-                     "mode",
-                     cfg->mode ? cfg->mode : "observe",
-                     "node",
-                     cfg->node,
-                     "user_id",
-                     (json_int_t)cfg->user_id,
-                     "job_nodes",
-                     cfg->job_nodes,
-                     "probe_addr",
-                     sh->probe_addr,
-                     "probe_port",
-                     sh->probe_port);
-    if (!req || !(body = json_dumps (req, JSON_COMPACT))) {
-        json_decref (req);
-        return -1;
-    }
-    json_decref (req);
-    status = fm_client_request (c, "POST", "/v1/agents", body, &ans, &err);
-    free (body);
-    if (status != 200 && status != 201) {
-        fm_log_ratelimited (rl,
-                            LOG_WARNING,
-                            "registration with %s failed: %s",
-                            cfg->daemon_url,
-                            err.text);
-        json_decref (ans);
-        return -1;
-    }
-    if (json_unpack (ans,
-                     "{s:s, s:I, s:o}",
-                     "probe_key",
-                     &key,
-                     "window_ns",
-                     &window_ns,
-                     "peers",
-                     &peers)
-            < 0
-        || !json_is_array (peers) || window_ns < FM_NSEC_PER_SEC / 10
-        || window_ns > FM_API_WINDOW_MAX_NS) {
-        fm_warn ("registration answer from %s is malformed", cfg->daemon_url);
-        json_decref (ans);
-        return -1;
-    }
-    pthread_mutex_lock (&sh->lock);
-    if (parse_key (key, sh->key) < 0) {
-        pthread_mutex_unlock (&sh->lock);
-        fm_warn ("registration answer carries no valid probe_key");
-        json_decref (ans);
-        return -1;
-    }
-    sh->window_ns = cfg->window_ns > 0 ? cfg->window_ns : window_ns;
-    sh->registered = true;
-    take_peers (sh, peers);
-    pthread_mutex_unlock (&sh->lock);
-    json_decref (ans);
-    fm_info ("registered for job %" PRIu64 " as %s (%s:%d)",
-             cfg->job_id,
-             cfg->node,
-             sh->probe_addr,
-             sh->probe_port);
-    notify_main (sh);
-    return 0;
-}
-
-static void poll_peers (shared_t *sh, fm_client_t *c)
-{
-    char path[64];
-    json_t *ans = NULL, *peers;
-    fm_error_t err;
-
-    snprintf (path, sizeof (path), "/v1/jobs/%" PRIu64 "/peers", sh->cfg->job_id);
-    if (fm_client_request (c, "GET", path, NULL, &ans, &err) != 200) {
-        fm_debug ("peers: %s", err.text);
-    } else if (json_unpack (ans, "{s:o}", "peers", &peers) == 0
-               && json_is_array (peers)) {
-        bool changed;
-        pthread_mutex_lock (&sh->lock);
-        take_peers (sh, peers);
-        changed = sh->peers_changed;
-        pthread_mutex_unlock (&sh->lock);
-        if (changed) {
-            notify_main (sh);
-        }
-    }
-    json_decref (ans);
-}
-
-/* Send the oldest spooled windows in one request. 0 when the spool made
- * progress (sent, or a window the daemon refuses for good was dropped),
- * -1 when the daemon should be retried later.
- */
-static int send_batch (shared_t *sh, fm_client_t *c)
-{
-    uint64_t seqs[BATCH_MAX];
-    size_t n, used = 0;
-    bool final;
-    char *parts[BATCH_MAX] = {0};
-    char *head = NULL, *body = NULL;
-    size_t len, off;
-    fm_error_t err;
-    int status, ret = -1;
-
-    pthread_mutex_lock (&sh->lock);
-    n = fm_spool_oldest (sh->spool, seqs, BATCH_MAX);
-    for (; used < n; used++) {
-        if (!(parts[used] = fm_spool_get (sh->spool, seqs[used]))) {
-            /* unreadable: cannot ever be sent */
-            fm_warn ("spool: window %" PRIu64 " unreadable: %s; dropped",
-                     seqs[used],
-                     strerror (errno));
-            fm_spool_remove (sh->spool, seqs[used]);
-            break;
-        }
-    }
-    /* A batch that empties the spool after the last window went in is the
-     * last one, and says so, so that whoever reads the job's summary knows
-     * that it has everything from us.
-     */
-    final = sh->last_spooled && used > 0 && used == fm_spool_count (sh->spool);
-    pthread_mutex_unlock (&sh->lock);
-    if (used == 0) {
-        return n > 0 ? 0 : -1;
-    }
-    if (asprintf (&head,
-                  "{\"job_id\":%" PRIu64 ",%s\"node\":",
-                  sh->cfg->job_id,
-                  final ? "\"final\":true," : "")
-        < 0) {
-        head = NULL;
-        goto done;
-    }
-    {
-        json_t *node = json_string (sh->cfg->node);
-        char *nj = node ? json_dumps (node, JSON_ENCODE_ANY) : NULL;
-        json_decref (node);
-        if (!nj) {
-            goto done;
-        }
-        len = strlen (head) + strlen (nj) + 16;
-        for (size_t i = 0; i < used; i++) {
-            len += strlen (parts[i]) + 1;
-        }
-        if (!(body = malloc (len))) {
-            free (nj);
-            goto done;
-        }
-        off = (size_t)sprintf (body, "%s%s,\"windows\":[", head, nj);
-        free (nj);
-    }
-    for (size_t i = 0; i < used; i++) {
-        off += (size_t)sprintf (body + off, "%s%s", i ? "," : "", parts[i]);
-    }
-    sprintf (body + off, "]}");
-    status = fm_client_request (c, "POST", "/v1/reports", body, NULL, &err);
-    pthread_mutex_lock (&sh->lock);
-    if (status >= 200 && status <= 299) {
-        for (size_t i = 0; i < used; i++) {
-            fm_spool_remove (sh->spool, seqs[i]);
-        }
-        sh->sent_windows += used;
-        ret = 0;
-    } else if (status == 400 || status == 404 || status == 409 || status == 413) {
-        /* Resending the same bytes can never succeed. Drop the oldest window
-         * alone, so that one bad window costs itself and not the batch.
-         */
-        fm_warn ("daemon refused window %" PRIu64 " for good: %s; dropped",
-                 seqs[0],
-                 err.text);
-        fm_spool_remove (sh->spool, seqs[0]);
-        sh->refused_windows++;
-        ret = 0;
-    } else {
-        fm_debug ("report: %s", err.text);
-    }
-    pthread_mutex_unlock (&sh->lock);
-done:
-    for (size_t i = 0; i < used; i++) {
-        free (parts[i]);
-    }
-    free (head);
-    free (body);
-    return ret;
-}
-
-static void wait_until (shared_t *sh, int64_t mono_deadline)
-{
-    struct timespec ts;
-    int64_t now = fm_time_mono_ns ();
-
-    if (mono_deadline <= now) {
-        return;
-    }
-    /* the condvar uses CLOCK_MONOTONIC (set in fm_agent_run) */
-    ts = fm_time_to_timespec (mono_deadline);
-    pthread_cond_timedwait (&sh->cond, &sh->lock, &ts);
-}
-
-static void *http_thread (void *arg)
-{
-    shared_t *sh = arg;
-    fm_client_t *c;
-    fm_error_t err;
-    int64_t backoff = BACKOFF_MIN_NS, next_try = 0, next_peers = 0;
-    fm_ratelimit_t rl = FM_RATELIMIT_INIT (60, 1);
-    fm_ratelimit_t rl_register = FM_RATELIMIT_INIT (3600, 1);
-    bool last_chance = false, failed_at_stop = false;
-    bool poll_asked = false; /* by a datagram from an unknown sender */
-
-    if (!(c = fm_client_create (
-              sh->cfg->daemon_url, sh->cfg->munge_socket, HTTP_TIMEOUT_MS, &err))) {
-        fm_err ("%s", err.text);
-        return NULL;
-    }
-    pthread_mutex_lock (&sh->lock);
-    for (;;) {
-        int64_t now = fm_time_mono_ns ();
-        bool registered = sh->registered;
-        size_t pending = fm_spool_count (sh->spool);
-        int64_t wake;
-
-        if (sh->stop
-            && (pending == 0 || !registered || failed_at_stop
-                || now >= sh->flush_deadline)) {
-            break;
-        }
-        if (sh->stop && !last_chance) {
-            /* one more try regardless of the backoff; a failure ends it */
-            next_try = now;
-            last_chance = true;
-        }
-        pthread_mutex_unlock (&sh->lock);
-        if (!registered) {
-            if (now >= next_try) {
-                if (do_register (sh, c, &rl_register) == 0) {
-                    backoff = BACKOFF_MIN_NS;
-                    next_try = 0;
-                    next_peers = now + PEER_POLL_NS;
-                } else {
-                    next_try = now + backoff;
-                    backoff =
-                        backoff * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : backoff * 2;
-                }
-            }
-        } else {
-            pthread_mutex_lock (&sh->lock);
-            if (sh->poll_now && !poll_asked) {
-                /* at most every PEER_POLL_MIN_NS however many probes arrive */
-                int64_t earliest = next_peers - PEER_POLL_NS + PEER_POLL_MIN_NS;
-                next_peers = earliest > now ? earliest : now;
-                poll_asked = true;
-            }
-            sh->poll_now = false;
-            bool complete = sh->npeers_known >= fm_hostlist_count (sh->hosts);
-            pthread_mutex_unlock (&sh->lock);
-            if ((!complete || poll_asked) && now >= next_peers) {
-                poll_peers (sh, c);
-                next_peers = now + PEER_POLL_NS;
-                poll_asked = false;
-            }
-            if (pending > 0 && now >= next_try) {
-                if (send_batch (sh, c) == 0) {
-                    backoff = BACKOFF_MIN_NS;
-                    next_try = 0;
-                } else {
-                    next_try = now + backoff;
-                    backoff =
-                        backoff * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : backoff * 2;
-                    failed_at_stop = last_chance;
-                    fm_log_ratelimited (&rl,
-                                        LOG_WARNING,
-                                        "fabricd unreachable: %zu windows spooled",
-                                        pending);
-                }
-            }
-        }
-        pthread_mutex_lock (&sh->lock);
-        now = fm_time_mono_ns ();
-        wake = now + 10 * FM_NSEC_PER_SEC;
-        if (!sh->registered || fm_spool_count (sh->spool) > 0) {
-            if (next_try > now && next_try < wake) {
-                wake = next_try;
-            } else if (next_try <= now) {
-                continue;
-            }
-        }
-        if (sh->registered
-            && (sh->npeers_known < fm_hostlist_count (sh->hosts) || poll_asked)
-            && next_peers < wake) {
-            wake = next_peers;
-        }
-        if (sh->stop && sh->flush_deadline < wake) {
-            wake = sh->flush_deadline;
-        }
-        if (!sh->stop && !sh->poll_now) {
-            wait_until (sh, wake);
-        }
-    }
-    pthread_mutex_unlock (&sh->lock);
-    fm_client_destroy (c);
-    return NULL;
-}
-
 static int resolve (const char *host,
                     int port,
                     int family,
@@ -543,34 +111,6 @@ static int resolve (const char *host,
     freeaddrinfo (res);
     return 0;
 }
-
-typedef struct {
-    shared_t *sh;
-    fm_engine_t *engine;
-    bool started;
-    uint16_t *targets;
-    size_t ntargets;
-    const char **target_names;
-    int64_t window_start_real;
-    uint64_t last_seq;
-    uint64_t unknown_seen;
-    uint64_t drops_reported[FM_API_PROBE_DROP_NREASONS]; /* engine counts so far */
-    int tfd_probe;
-    int64_t probe_armed; /* tfd_probe's deadline, monotonic */
-    int tfd_window;
-    fm_clockpage_t *page; /* NULL: not published */
-    int64_t published;    /* monotonic: the page's last refresh */
-    bool estimated;       /* the last refresh had an estimate to publish */
-    double rate;          /* probes/s to each peer */
-    int64_t coalesce_ns;  /* see COALESCE_NS */
-    int64_t ref_epoch_ns; /* job time of the first valid publication, 0: none */
-    fm_ratelimit_t rl_clock;
-    fm_health_t *health;      /* NULL: no health records */
-    fm_health_set_t hset;     /* this window's records */
-    fm_health_steer_t *steer; /* NULL: no steering file */
-    bool steer_failing;       /* the steering file could not be written */
-    bool health_capped;       /* "records left out" was said */
-} loop_t;
 
 static void arm (int tfd, int64_t mono_deadline, int64_t interval)
 {
@@ -769,7 +309,7 @@ static json_t *health_window (loop_t *l)
 }
 
 /* the wire's reasons but FM_WIRE_OK, then unknown senders */
-_Static_assert (FM_WIRE_NREASONS == FM_API_PROBE_DROP_NREASONS, "probe drop reasons");
+_Static_assert(FM_WIRE_NREASONS == FM_API_PROBE_DROP_NREASONS, "probe drop reasons");
 
 static void close_window (loop_t *l, bool last)
 {
@@ -903,6 +443,313 @@ static void drain (int fd)
     }
 }
 
+/* The targets among the job's n nodes, the probe rates and the coalescing
+ * of wakeups that follow from them.
+ */
+static int
+targets_plan (loop_t *l, fm_engine_cfg_t *ecfg, size_t n, int my_index, fm_error_t *err)
+{
+    const fm_agent_cfg_t *cfg = l->sh->cfg;
+    double top_rate;
+
+    if (!(l->sh->peers = calloc (n, sizeof (*l->sh->peers)))
+        || !(l->targets = calloc (n, sizeof (*l->targets)))
+        || !(l->target_names = calloc (n, sizeof (*l->target_names)))) {
+        return fm_errprintf (err, "out of memory");
+    }
+    l->sh->npeers_known = 1; /* ourselves */
+    l->ntargets =
+        fm_agent_pick_targets (n, (uint16_t)my_index, cfg->random_peers, l->targets);
+    for (size_t i = 0; i < l->ntargets; i++) {
+        l->target_names[i] = fm_hostlist_nth (l->sh->hosts, l->targets[i]);
+    }
+    l->rate = cfg->rate > 0 ? cfg->rate : fm_agent_default_rate (l->ntargets);
+    ecfg->rate = l->rate;
+    /* a rate the user set is kept as it is */
+    if (cfg->rate == 0 && l->rate < FM_AGENT_RATE_DEFAULT) {
+        ecfg->boost_rate = l->rate * FM_AGENT_BOOST < FM_AGENT_RATE_DEFAULT
+                               ? l->rate * FM_AGENT_BOOST
+                               : FM_AGENT_RATE_DEFAULT;
+        ecfg->boost_ns = FM_AGENT_BOOST_NS;
+    }
+    top_rate = ecfg->boost_rate > l->rate ? ecfg->boost_rate : l->rate;
+    l->coalesce_ns = (int64_t)(1e9 / top_rate) / 2;
+    if (l->coalesce_ns > COALESCE_NS) {
+        l->coalesce_ns = COALESCE_NS;
+    }
+    /* a window holds at most rate * window samples; allow for a 60 s window */
+    ecfg->max_samples = (size_t)(top_rate * 60) + 16;
+    return 0;
+}
+
+/* The probe socket on the node's address (or bind_addr), the address we
+ * register, and the job timeline page (the agent works without it).
+ */
+static int engine_open (loop_t *l, const fm_engine_cfg_t *ecfg, fm_error_t *err)
+{
+    const fm_agent_cfg_t *cfg = l->sh->cfg;
+    struct sockaddr_storage bind_ss;
+    socklen_t bind_len;
+    char job[32];
+    fm_error_t perr;
+
+    if (resolve (cfg->bind_addr ? cfg->bind_addr : cfg->node,
+                 cfg->port,
+                 AF_UNSPEC,
+                 &bind_ss,
+                 &bind_len,
+                 cfg->bind_addr != NULL)
+        < 0) {
+        return fm_errprintf (err,
+                             "cannot resolve probe address %s",
+                             cfg->bind_addr ? cfg->bind_addr : cfg->node);
+    }
+    if (!(l->engine =
+              fm_engine_create (ecfg, (struct sockaddr *)&bind_ss, bind_len, err))) {
+        return -1;
+    }
+    l->sh->probe_port = fm_engine_port (l->engine);
+    snprintf (job, sizeof (job), "%" PRIu64, cfg->job_id);
+    if (!(l->page =
+              fm_clockpage_create (cfg->clock_page ? cfg->clock_page : job, &perr))) {
+        fm_warn ("job timeline page not published: %s", perr.text);
+    }
+    if (getnameinfo ((struct sockaddr *)&bind_ss,
+                     bind_len,
+                     l->sh->probe_addr,
+                     sizeof (l->sh->probe_addr),
+                     NULL,
+                     0,
+                     NI_NUMERICHOST)
+        != 0) {
+        return fm_errprintf (err, "cannot format probe address");
+    }
+    return 0;
+}
+
+/* Health collection and NCCL steering; without them the agent still probes. */
+static void health_open (loop_t *l)
+{
+    const fm_agent_cfg_t *cfg = l->sh->cfg;
+    fm_health_conf_t hc = {.root = cfg->health_root,
+                           /* ethtool reads this namespace, not a tree */
+                           .no_ethtool = cfg->health_root != NULL};
+    char path[4096];
+    fm_error_t herr;
+
+    if (!(l->health = fm_health_create (&hc, &herr))) {
+        fm_warn ("health: not collected: %s", herr.text);
+    }
+    snprintf (path, sizeof (path), "%s/" FM_AGENT_STEER_FILE, cfg->statedir);
+    if (l->health && !(l->steer = fm_health_steer_create (path))) {
+        fm_warn ("steering: %s", strerror (errno));
+    }
+}
+
+static int spool_open (shared_t *sh, fm_error_t *err)
+{
+    char spooldir[4096];
+
+    snprintf (spooldir, sizeof (spooldir), "%s/spool", sh->cfg->statedir);
+    if (!(sh->spool =
+              fm_spool_open (spooldir, SPOOL_MAX_FILES, SPOOL_MAX_BYTES, err))) {
+        return -1;
+    }
+    if ((sh->notify_fd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
+        return fm_errprintf (err, "eventfd: %s", strerror (errno));
+    }
+    return 0;
+}
+
+static void sync_init (shared_t *sh)
+{
+    pthread_condattr_t ca;
+
+    pthread_mutex_init (&sh->lock, NULL);
+    pthread_condattr_init (&ca);
+    pthread_condattr_setclock (&ca, CLOCK_MONOTONIC);
+    pthread_cond_init (&sh->cond, &ca);
+    pthread_condattr_destroy (&ca);
+}
+
+/* Ask the session thread to stop, sending what it holds until flush_deadline
+ * (0: at once), and wait for it.
+ */
+static void session_stop (shared_t *sh, pthread_t thread, int64_t flush_deadline)
+{
+    pthread_mutex_lock (&sh->lock);
+    sh->stop = true;
+    sh->flush_deadline = flush_deadline;
+    pthread_cond_signal (&sh->cond);
+    pthread_mutex_unlock (&sh->lock);
+    pthread_join (thread, NULL);
+}
+
+static void started_say (const loop_t *l, int my_index, size_t n)
+{
+    const char *ifname;
+    bool hw = fm_engine_hw_stamps (l->engine, &ifname);
+
+    fm_info ("agent for job %" PRIu64 " on %s (index %d of %zu), probe port %d, "
+             "%s timestamps (%s)",
+             l->sh->cfg->job_id,
+             l->sh->cfg->node,
+             my_index,
+             n,
+             l->sh->probe_port,
+             hw ? "hardware" : "software",
+             ifname ? ifname : "any interface");
+}
+
+/* One ready descriptor. false when the loop is to end (*failed: with an
+ * error).
+ */
+static bool event (loop_t *l, int fd, int sfd, bool *failed, fm_error_t *err)
+{
+    shared_t *sh = l->sh;
+    bool go_on = true;
+
+    if (fd == sfd) {
+        struct signalfd_siginfo si;
+        if (read (sfd, &si, sizeof (si)) == sizeof (si)) {
+            fm_info ("signal %u: sending the last window and exiting", si.ssi_signo);
+            go_on = false;
+        }
+    } else if (fd == sh->notify_fd) {
+        drain (fd);
+        pthread_mutex_lock (&sh->lock);
+        if (sh->registered && !l->started && start_engine (l, err) < 0) {
+            fm_err ("%s", err->text);
+            go_on = false;
+            *failed = true;
+        } else if (l->started && sh->peers_changed) {
+            apply_peers (l);
+        }
+        pthread_mutex_unlock (&sh->lock);
+    } else if (fd == l->tfd_window) {
+        drain (fd);
+        close_window (l, false);
+    } else if (fd == l->tfd_probe) {
+        drain (fd);
+    } else {
+        input (l);
+    }
+    return go_on;
+}
+
+/* After the events of a wakeup: the probes due, the page, the next wakeup. */
+static void probe_step (loop_t *l)
+{
+    int64_t now = fm_time_mono_ns (), deadline, wake;
+    uint64_t sent = fm_engine_counters (l->engine)->sent_requests;
+
+    fm_engine_run (l->engine, now);
+    /* the software stamps of what we just sent are queued by now: read them
+     * here rather than be woken for them
+     */
+    if (fm_engine_counters (l->engine)->sent_requests != sent) {
+        input (l);
+    }
+    if (l->page
+        && now - l->published >= (l->estimated ? PUBLISH_NS : PUBLISH_RETRY_NS)) {
+        publish_clock (l);
+        l->published = now;
+    }
+    deadline = fm_engine_deadline (l->engine);
+    if (l->page && deadline > l->published + PUBLISH_MAX_NS) {
+        deadline = l->published + PUBLISH_MAX_NS;
+    }
+    wake = deadline < now + l->coalesce_ns ? now + l->coalesce_ns : deadline;
+    /* most wakeups are datagrams that leave the deadline as it was */
+    if (wake != l->probe_armed) {
+        arm (l->tfd_probe, wake, 0);
+        l->probe_armed = wake;
+    }
+}
+
+/* Until a signal, or an engine that cannot start: 0, or 1 on failure. */
+static int run_loop (loop_t *l, int ep, int sfd, fm_error_t *err)
+{
+    bool running = true, failed = false;
+
+    while (running) {
+        struct epoll_event evs[8];
+        int k = epoll_wait (ep, evs, 8, -1);
+
+        if (k < 0 && errno != EINTR) {
+            fm_err ("epoll_wait: %s", strerror (errno));
+            break;
+        }
+        for (int i = 0; i < k; i++) {
+            if (!event (l, evs[i].data.fd, sfd, &failed, err)) {
+                running = false;
+            }
+        }
+        if (l->started) {
+            probe_step (l);
+        }
+    }
+    if (l->started) {
+        fm_engine_goodbye (l->engine);
+        close_window (l, true);
+    }
+    return failed ? 1 : 0;
+}
+
+static void counters_say (const loop_t *l)
+{
+    const fm_engine_counters_t *c = fm_engine_counters (l->engine);
+    uint64_t bad = 0;
+
+    if (fm_spool_count (l->sh->spool) > 0) {
+        /* Policy: they stay in the spool directory; the plugin's epilog
+         * removes the job's state directory, so they are dropped with it.
+         */
+        fm_warn ("%zu windows could not be delivered", fm_spool_count (l->sh->spool));
+    }
+    for (int i = 1; i < FM_WIRE_NREASONS; i++) {
+        bad += c->dropped[i];
+    }
+    fm_info ("sent %ju requests, %ju replies; dropped %ju bad datagrams; "
+             "%ju boosts after a loss; "
+             "%ju windows delivered, %ju refused, %ju evicted from the spool",
+             (uintmax_t)c->sent_requests,
+             (uintmax_t)c->sent_replies,
+             (uintmax_t)bad,
+             (uintmax_t)c->boosts,
+             (uintmax_t)l->sh->sent_windows,
+             (uintmax_t)l->sh->refused_windows,
+             (uintmax_t)fm_spool_dropped (l->sh->spool));
+}
+
+static void fd_close (int fd)
+{
+    if (fd >= 0) {
+        close (fd);
+    }
+}
+
+static void teardown (shared_t *sh, loop_t *l, int ep, int sfd)
+{
+    fd_close (ep);
+    fd_close (sfd);
+    fd_close (l->tfd_probe);
+    fd_close (l->tfd_window);
+    fd_close (sh->notify_fd);
+    /* nobody stands behind the page any more: readers get ENOENT */
+    fm_clockpage_destroy (l->page, true);
+    fm_engine_destroy (l->engine);
+    fm_health_steer_destroy (l->steer);
+    fm_health_destroy (l->health);
+    fm_health_set_free (&l->hset);
+    fm_spool_destroy (sh->spool);
+    free (l->targets);
+    free (l->target_names);
+    free (sh->peers);
+    fm_hostlist_destroy (sh->hosts);
+    sodium_memzero (sh->key, sizeof (sh->key));
+}
+
 int fm_agent_run (const fm_agent_cfg_t *cfg, fm_error_t *err)
 {
     shared_t sh = {.cfg = cfg, .notify_fd = -1};
@@ -918,16 +765,9 @@ int fm_agent_run (const fm_agent_cfg_t *cfg, fm_error_t *err)
         .startup_grace_ns = STARTUP_GRACE_NS,
         .early_ns = EARLY_NS,
     };
-    struct sockaddr_storage bind_ss;
-    socklen_t bind_len;
-    pthread_condattr_t ca;
     pthread_t thread;
-    bool thread_started = false;
-    char spooldir[4096];
     int ep = -1, sfd = -1, my_index, ret = 1;
     size_t n;
-    double top_rate;
-    bool running = true, failed = false;
 
     if (!(sh.hosts = fm_hostlist_expand (cfg->job_nodes, FM_ENGINE_MAX_NODES, err))) {
         return 1;
@@ -938,260 +778,26 @@ int fm_agent_run (const fm_agent_cfg_t *cfg, fm_error_t *err)
             err, "node %s is not in the job's nodes %s", cfg->node, cfg->job_nodes);
         goto out;
     }
-    if (!(sh.peers = calloc (n, sizeof (*sh.peers)))
-        || !(l.targets = calloc (n, sizeof (*l.targets)))
-        || !(l.target_names = calloc (n, sizeof (*l.target_names)))) {
-        fm_errprintf (err, "out of memory");
+    if (targets_plan (&l, &ecfg, n, my_index, err) < 0
+        || engine_open (&l, &ecfg, err) < 0) {
         goto out;
     }
-    sh.npeers_known = 1; /* ourselves */
-    l.ntargets =
-        fm_agent_pick_targets (n, (uint16_t)my_index, cfg->random_peers, l.targets);
-    for (size_t i = 0; i < l.ntargets; i++) {
-        l.target_names[i] = fm_hostlist_nth (sh.hosts, l.targets[i]);
-    }
-    l.rate = cfg->rate > 0 ? cfg->rate : fm_agent_default_rate (l.ntargets);
-    ecfg.rate = l.rate;
-    /* a rate the user set is kept as it is */
-    if (cfg->rate == 0 && l.rate < FM_AGENT_RATE_DEFAULT) {
-        ecfg.boost_rate = l.rate * FM_AGENT_BOOST < FM_AGENT_RATE_DEFAULT
-                              ? l.rate * FM_AGENT_BOOST
-                              : FM_AGENT_RATE_DEFAULT;
-        ecfg.boost_ns = FM_AGENT_BOOST_NS;
-    }
-    top_rate = ecfg.boost_rate > l.rate ? ecfg.boost_rate : l.rate;
-    l.coalesce_ns = (int64_t)(1e9 / top_rate) / 2;
-    if (l.coalesce_ns > COALESCE_NS) {
-        l.coalesce_ns = COALESCE_NS;
-    }
-    /* a window holds at most rate * window samples; allow for a 60 s window */
-    ecfg.max_samples = (size_t)(top_rate * 60) + 16;
-    if (resolve (cfg->bind_addr ? cfg->bind_addr : cfg->node,
-                 cfg->port,
-                 AF_UNSPEC,
-                 &bind_ss,
-                 &bind_len,
-                 cfg->bind_addr != NULL)
-        < 0) {
-        fm_errprintf (err,
-                      "cannot resolve probe address %s",
-                      cfg->bind_addr ? cfg->bind_addr : cfg->node);
+    health_open (&l);
+    if (spool_open (&sh, err) < 0 || setup_fds (&ep, &sfd, &l, sh.notify_fd, err) < 0) {
         goto out;
     }
-    if (!(l.engine =
-              fm_engine_create (&ecfg, (struct sockaddr *)&bind_ss, bind_len, err))) {
-        goto out;
-    }
-    sh.probe_port = fm_engine_port (l.engine);
-    {
-        char job[32];
-        fm_error_t perr;
-        snprintf (job, sizeof (job), "%" PRIu64, cfg->job_id);
-        /* job time for the job's processes; the agent works without it */
-        if (!(l.page = fm_clockpage_create (cfg->clock_page ? cfg->clock_page : job,
-                                            &perr))) {
-            fm_warn ("job timeline page not published: %s", perr.text);
-        }
-    }
-    if (getnameinfo ((struct sockaddr *)&bind_ss,
-                     bind_len,
-                     sh.probe_addr,
-                     sizeof (sh.probe_addr),
-                     NULL,
-                     0,
-                     NI_NUMERICHOST)
-        != 0) {
-        fm_errprintf (err, "cannot format probe address");
-        goto out;
-    }
-    {
-        fm_health_conf_t hc = {.root = cfg->health_root,
-                               /* ethtool reads this namespace, not a tree */
-                               .no_ethtool = cfg->health_root != NULL};
-        char path[4096];
-        fm_error_t herr;
-
-        if (!(l.health = fm_health_create (&hc, &herr))) {
-            fm_warn ("health: not collected: %s", herr.text);
-        }
-        snprintf (path, sizeof (path), "%s/" FM_AGENT_STEER_FILE, cfg->statedir);
-        if (l.health && !(l.steer = fm_health_steer_create (path))) {
-            fm_warn ("steering: %s", strerror (errno));
-        }
-    }
-    snprintf (spooldir, sizeof (spooldir), "%s/spool", cfg->statedir);
-    if (!(sh.spool = fm_spool_open (spooldir, SPOOL_MAX_FILES, SPOOL_MAX_BYTES, err))) {
-        goto out;
-    }
-    if ((sh.notify_fd = eventfd (0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
-        fm_errprintf (err, "eventfd: %s", strerror (errno));
-        goto out;
-    }
-    if (setup_fds (&ep, &sfd, &l, sh.notify_fd, err) < 0) {
-        goto out;
-    }
-    pthread_mutex_init (&sh.lock, NULL);
-    pthread_condattr_init (&ca);
-    pthread_condattr_setclock (&ca, CLOCK_MONOTONIC);
-    pthread_cond_init (&sh.cond, &ca);
-    pthread_condattr_destroy (&ca);
-    if (pthread_create (&thread, NULL, http_thread, &sh) != 0) {
+    sync_init (&sh);
+    if (pthread_create (&thread, NULL, fm_agent_session_thread, &sh) != 0) {
         fm_errprintf (err, "cannot start the report thread");
-        goto out_sync;
-    }
-    thread_started = true;
-    {
-        const char *ifname;
-        bool hw = fm_engine_hw_stamps (l.engine, &ifname);
-        fm_info ("agent for job %" PRIu64 " on %s (index %d of %zu), probe port %d, "
-                 "%s timestamps (%s)",
-                 cfg->job_id,
-                 cfg->node,
-                 my_index,
-                 n,
-                 sh.probe_port,
-                 hw ? "hardware" : "software",
-                 ifname ? ifname : "any interface");
-    }
-
-    while (running) {
-        struct epoll_event evs[8];
-        int k = epoll_wait (ep, evs, 8, -1);
-
-        if (k < 0 && errno != EINTR) {
-            fm_err ("epoll_wait: %s", strerror (errno));
-            break;
-        }
-        for (int i = 0; i < k; i++) {
-            int fd = evs[i].data.fd;
-            if (fd == sfd) {
-                struct signalfd_siginfo si;
-                if (read (sfd, &si, sizeof (si)) == sizeof (si)) {
-                    fm_info ("signal %u: sending the last window and exiting",
-                             si.ssi_signo);
-                    running = false;
-                }
-            } else if (fd == sh.notify_fd) {
-                drain (fd);
-                pthread_mutex_lock (&sh.lock);
-                if (sh.registered && !l.started && start_engine (&l, err) < 0) {
-                    fm_err ("%s", err->text);
-                    running = false;
-                    failed = true;
-                } else if (l.started && sh.peers_changed) {
-                    apply_peers (&l);
-                }
-                pthread_mutex_unlock (&sh.lock);
-            } else if (fd == l.tfd_window) {
-                drain (fd);
-                close_window (&l, false);
-            } else if (fd == l.tfd_probe) {
-                drain (fd);
-            } else {
-                input (&l);
-            }
-        }
-        if (l.started) {
-            int64_t now = fm_time_mono_ns (), deadline, wake;
-            uint64_t sent = fm_engine_counters (l.engine)->sent_requests;
-
-            fm_engine_run (l.engine, now);
-            /* the software stamps of what we just sent are queued by now:
-             * read them here rather than be woken for them
-             */
-            if (fm_engine_counters (l.engine)->sent_requests != sent) {
-                input (&l);
-            }
-            if (l.page
-                && now - l.published >= (l.estimated ? PUBLISH_NS : PUBLISH_RETRY_NS)) {
-                publish_clock (&l);
-                l.published = now;
-            }
-            deadline = fm_engine_deadline (l.engine);
-            if (l.page && deadline > l.published + PUBLISH_MAX_NS) {
-                deadline = l.published + PUBLISH_MAX_NS;
-            }
-            wake = deadline < now + l.coalesce_ns ? now + l.coalesce_ns : deadline;
-            /* most wakeups are datagrams that leave the deadline as it was */
-            if (wake != l.probe_armed) {
-                arm (l.tfd_probe, wake, 0);
-                l.probe_armed = wake;
-            }
-        }
-    }
-    if (l.started) {
-        fm_engine_goodbye (l.engine);
-        close_window (&l, true);
-    }
-    ret = failed ? 1 : 0;
-    pthread_mutex_lock (&sh.lock);
-    sh.stop = true;
-    sh.flush_deadline = fm_time_mono_ns () + cfg->flush_ns;
-    pthread_cond_signal (&sh.cond);
-    pthread_mutex_unlock (&sh.lock);
-    pthread_join (thread, NULL);
-    thread_started = false;
-    if (fm_spool_count (sh.spool) > 0) {
-        /* Policy: they stay in the spool directory; the plugin's epilog
-         * removes the job's state directory, so they are dropped with it.
-         */
-        fm_warn ("%zu windows could not be delivered", fm_spool_count (sh.spool));
-    }
-    {
-        const fm_engine_counters_t *c = fm_engine_counters (l.engine);
-        uint64_t bad = 0;
-        for (int i = 1; i < FM_WIRE_NREASONS; i++) {
-            bad += c->dropped[i];
-        }
-        fm_info ("sent %ju requests, %ju replies; dropped %ju bad datagrams; "
-                 "%ju boosts after a loss; "
-                 "%ju windows delivered, %ju refused, %ju evicted from the spool",
-                 (uintmax_t)c->sent_requests,
-                 (uintmax_t)c->sent_replies,
-                 (uintmax_t)bad,
-                 (uintmax_t)c->boosts,
-                 (uintmax_t)sh.sent_windows,
-                 (uintmax_t)sh.refused_windows,
-                 (uintmax_t)fm_spool_dropped (sh.spool));
-    }
-out_sync:
-    if (thread_started) {
-        pthread_mutex_lock (&sh.lock);
-        sh.stop = true;
-        sh.flush_deadline = 0;
-        pthread_cond_signal (&sh.cond);
-        pthread_mutex_unlock (&sh.lock);
-        pthread_join (thread, NULL);
+    } else {
+        started_say (&l, my_index, n);
+        ret = run_loop (&l, ep, sfd, err);
+        session_stop (&sh, thread, fm_time_mono_ns () + cfg->flush_ns);
+        counters_say (&l);
     }
     pthread_cond_destroy (&sh.cond);
     pthread_mutex_destroy (&sh.lock);
 out:
-    if (ep >= 0) {
-        close (ep);
-    }
-    if (sfd >= 0) {
-        close (sfd);
-    }
-    if (l.tfd_probe >= 0) {
-        close (l.tfd_probe);
-    }
-    if (l.tfd_window >= 0) {
-        close (l.tfd_window);
-    }
-    if (sh.notify_fd >= 0) {
-        close (sh.notify_fd);
-    }
-    /* nobody stands behind the page any more: readers get ENOENT */
-    fm_clockpage_destroy (l.page, true);
-    fm_engine_destroy (l.engine);
-    fm_health_steer_destroy (l.steer);
-    fm_health_destroy (l.health);
-    fm_health_set_free (&l.hset);
-    fm_spool_destroy (sh.spool);
-    free (l.targets);
-    free (l.target_names);
-    free (sh.peers);
-    fm_hostlist_destroy (sh.hosts);
-    sodium_memzero (sh.key, sizeof (sh.key));
+    teardown (&sh, &l, ep, sfd);
     return ret;
 }

@@ -174,220 +174,278 @@ static void die_usage (const char *fmt, ...)
     exit (2);
 }
 
-int main (int argc, char **argv)
-{
-    fm_agent_cfg_t cfg = {
-        .random_peers = FM_AGENT_RANDOM_PEERS,
-        .flush_ns = 5 * FM_NSEC_PER_SEC,
-        .user_id = getuid (),
-        .mode = "observe",
-        .estimator = FM_CLOCK_EST_HUYGENS,
-    };
-    int64_t wait_ns = 0;
-    bool summary = false, have_job = false;
-    const char *output = NULL, *vclock;
+typedef struct {
+    fm_agent_cfg_t cfg;
+    int64_t wait_ns;
+    bool summary, have_job;
+    const char *output;
+    int level;
     /* the collectors' sysfs paths have room for a root of this size */
     char statedir[256], health_root[256];
-    int level = LOG_INFO, c, rc;
+} args_t;
+
+/* The job's and the agent's own options; false for any other. */
+static bool option_job (args_t *a, int c, const char *arg)
+{
     long long v;
+
+    switch (c) {
+    case OPT_DAEMON:
+        a->cfg.daemon_url = arg;
+        return true;
+    case OPT_JOB:
+        if (parse_int (arg, 1, FM_API_JOB_ID_MAX, &v) < 0) {
+            die_usage ("invalid job id '%s'", arg);
+        }
+        a->cfg.job_id = (uint64_t)v;
+        a->have_job = true;
+        return true;
+    case OPT_NODE:
+        a->cfg.node = arg;
+        return true;
+    case OPT_NODES:
+        a->cfg.job_nodes = arg;
+        return true;
+    case OPT_UID:
+        if (parse_int (arg, 0, FM_API_UID_MAX, &v) < 0) {
+            die_usage ("invalid uid '%s'", arg);
+        }
+        a->cfg.user_id = (uid_t)v;
+        return true;
+    case OPT_MUNGE:
+        a->cfg.munge_socket = arg;
+        return true;
+    case OPT_STATEDIR:
+        a->cfg.statedir = arg;
+        return true;
+    case OPT_MODE:
+        if (strcmp (arg, "observe") != 0 && strcmp (arg, "protect") != 0) {
+            die_usage ("invalid mode '%s' (want observe or protect)", arg);
+        }
+        a->cfg.mode = arg;
+        return true;
+    case OPT_SUMMARY:
+        a->summary = true;
+        return true;
+    case OPT_OUTPUT:
+        a->output = arg;
+        return true;
+    case OPT_WAIT:
+        if (fm_duration_parse (arg, &a->wait_ns) < 0 || a->wait_ns < 0
+            || a->wait_ns > 3600 * FM_NSEC_PER_SEC) {
+            die_usage ("invalid duration '%s' (want at most 1h)", arg);
+        }
+        return true;
+    case OPT_LOGLEVEL:
+        if ((a->level = fm_log_level_parse (arg)) < 0) {
+            die_usage ("invalid log level '%s'", arg);
+        }
+        return true;
+    }
+    return false;
+}
+
+/* How it probes and keeps time; false for any other option. */
+static bool option_probe (args_t *a, int c, const char *arg)
+{
+    long long v;
+    int rc;
+
+    switch (c) {
+    case OPT_RATE: {
+        char *end;
+        errno = 0;
+        a->cfg.rate = strtod (arg, &end);
+        if (errno != 0 || end == arg || *end != '\0'
+            || !(a->cfg.rate > 0 && a->cfg.rate <= FM_ENGINE_MAX_RATE)) {
+            die_usage ("invalid rate '%s' (want 0 < N <= 500)", arg);
+        }
+        return true;
+    }
+    case OPT_WINDOW:
+        if (fm_duration_parse (arg, &a->cfg.window_ns) < 0
+            || a->cfg.window_ns < FM_NSEC_PER_SEC / 10
+            || a->cfg.window_ns > FM_API_WINDOW_MAX_NS) {
+            die_usage ("invalid window '%s' (want 100ms..1h)", arg);
+        }
+        return true;
+    case OPT_PORT:
+        if (parse_int (arg, 0, 65535, &v) < 0) {
+            die_usage ("invalid port '%s'", arg);
+        }
+        a->cfg.port = (int)v;
+        return true;
+    case OPT_BIND:
+        a->cfg.bind_addr = arg;
+        return true;
+    case OPT_PEERS:
+        if (parse_int (arg, 1, FM_ENGINE_MAX_NODES, &v) < 0) {
+            die_usage ("invalid peer count '%s'", arg);
+        }
+        a->cfg.random_peers = (unsigned)v;
+        return true;
+    case OPT_FLUSH:
+        if (fm_duration_parse (arg, &a->cfg.flush_ns) < 0) {
+            die_usage ("invalid duration '%s'", arg);
+        }
+        return true;
+    case OPT_CLOCK_OFFSET:
+        if (parse_int (arg, -FM_API_CLOCK_ABS_MAX_NS, FM_API_CLOCK_ABS_MAX_NS, &v)
+            < 0) {
+            die_usage ("invalid clock offset '%s'", arg);
+        }
+        a->cfg.clock.offset_ns = v;
+        return true;
+    case OPT_CLOCK_DRIFT: {
+        char *end;
+        errno = 0;
+        a->cfg.clock.drift_ppb = strtod (arg, &end);
+        if (errno != 0 || end == arg || *end != '\0'
+            || !(fabs (a->cfg.clock.drift_ppb) <= FM_VCLOCK_DRIFT_MAX_PPB)) {
+            die_usage ("invalid clock drift '%s' (want |N| <= 1e6 ppb)", arg);
+        }
+        return true;
+    }
+    case OPT_CLOCK:
+        if ((rc = fm_clock_est_type_parse (arg)) < 0) {
+            die_usage ("invalid clock estimator '%s' (want huygens or naive)", arg);
+        }
+        a->cfg.estimator = (fm_clock_est_type_t)rc;
+        return true;
+    case OPT_CLOCK_PAGE:
+        if (arg[0] != '/') {
+            die_usage ("--clock-page wants an absolute path, not '%s'", arg);
+        }
+        a->cfg.clock_page = arg;
+        return true;
+    case OPT_HEALTH_ROOT:
+        if (arg[0] != '/' || strlen (arg) >= sizeof (a->health_root)) {
+            die_usage ("--health-root wants an absolute path of at most %zu "
+                       "characters, not '%s'",
+                       sizeof (a->health_root) - 1,
+                       arg);
+        }
+        a->cfg.health_root = arg;
+        return true;
+    }
+    return false;
+}
+
+/* -1 to go on, else the exit status. */
+static int args_parse (int argc, char **argv, args_t *a)
+{
+    const char *vclock;
     fm_error_t err;
+    int c;
 
     if ((vclock = getenv ("FM_AGENT_VCLOCK"))
-        && fm_vclock_params_parse (vclock, &cfg.clock, &err) < 0) {
+        && fm_vclock_params_parse (vclock, &a->cfg.clock, &err) < 0) {
         die_usage ("FM_AGENT_VCLOCK: %s", err.text);
     }
     while ((c = getopt_long (argc, argv, "", longopts, NULL)) != -1) {
-        switch (c) {
-        case OPT_DAEMON:
-            cfg.daemon_url = optarg;
-            break;
-        case OPT_JOB:
-            if (parse_int (optarg, 1, FM_API_JOB_ID_MAX, &v) < 0) {
-                die_usage ("invalid job id '%s'", optarg);
-            }
-            cfg.job_id = (uint64_t)v;
-            have_job = true;
-            break;
-        case OPT_NODE:
-            cfg.node = optarg;
-            break;
-        case OPT_NODES:
-            cfg.job_nodes = optarg;
-            break;
-        case OPT_UID:
-            if (parse_int (optarg, 0, FM_API_UID_MAX, &v) < 0) {
-                die_usage ("invalid uid '%s'", optarg);
-            }
-            cfg.user_id = (uid_t)v;
-            break;
-        case OPT_MUNGE:
-            cfg.munge_socket = optarg;
-            break;
-        case OPT_STATEDIR:
-            cfg.statedir = optarg;
-            break;
-        case OPT_RATE: {
-            char *end;
-            errno = 0;
-            cfg.rate = strtod (optarg, &end);
-            if (errno != 0 || end == optarg || *end != '\0'
-                || !(cfg.rate > 0 && cfg.rate <= FM_ENGINE_MAX_RATE)) {
-                die_usage ("invalid rate '%s' (want 0 < N <= 500)", optarg);
-            }
-            break;
+        if (option_job (a, c, optarg) || option_probe (a, c, optarg)) {
+            continue;
         }
-        case OPT_WINDOW:
-            if (fm_duration_parse (optarg, &cfg.window_ns) < 0
-                || cfg.window_ns < FM_NSEC_PER_SEC / 10
-                || cfg.window_ns > FM_API_WINDOW_MAX_NS) {
-                die_usage ("invalid window '%s' (want 100ms..1h)", optarg);
-            }
-            break;
-        case OPT_PORT:
-            if (parse_int (optarg, 0, 65535, &v) < 0) {
-                die_usage ("invalid port '%s'", optarg);
-            }
-            cfg.port = (int)v;
-            break;
-        case OPT_BIND:
-            cfg.bind_addr = optarg;
-            break;
-        case OPT_PEERS:
-            if (parse_int (optarg, 1, FM_ENGINE_MAX_NODES, &v) < 0) {
-                die_usage ("invalid peer count '%s'", optarg);
-            }
-            cfg.random_peers = (unsigned)v;
-            break;
-        case OPT_FLUSH:
-            if (fm_duration_parse (optarg, &cfg.flush_ns) < 0) {
-                die_usage ("invalid duration '%s'", optarg);
-            }
-            break;
-        case OPT_LOGLEVEL:
-            if ((level = fm_log_level_parse (optarg)) < 0) {
-                die_usage ("invalid log level '%s'", optarg);
-            }
-            break;
-        case OPT_SUMMARY:
-            summary = true;
-            break;
-        case OPT_OUTPUT:
-            output = optarg;
-            break;
-        case OPT_CLOCK_OFFSET:
-            if (parse_int (
-                    optarg, -FM_API_CLOCK_ABS_MAX_NS, FM_API_CLOCK_ABS_MAX_NS, &v)
-                < 0) {
-                die_usage ("invalid clock offset '%s'", optarg);
-            }
-            cfg.clock.offset_ns = v;
-            break;
-        case OPT_CLOCK_DRIFT: {
-            char *end;
-            errno = 0;
-            cfg.clock.drift_ppb = strtod (optarg, &end);
-            if (errno != 0 || end == optarg || *end != '\0'
-                || !(fabs (cfg.clock.drift_ppb) <= FM_VCLOCK_DRIFT_MAX_PPB)) {
-                die_usage ("invalid clock drift '%s' (want |N| <= 1e6 ppb)", optarg);
-            }
-            break;
-        }
-        case OPT_MODE:
-            if (strcmp (optarg, "observe") != 0 && strcmp (optarg, "protect") != 0) {
-                die_usage ("invalid mode '%s' (want observe or protect)", optarg);
-            }
-            cfg.mode = optarg;
-            break;
-        case OPT_CLOCK:
-            if ((rc = fm_clock_est_type_parse (optarg)) < 0) {
-                die_usage ("invalid clock estimator '%s' (want huygens or naive)",
-                           optarg);
-            }
-            cfg.estimator = (fm_clock_est_type_t)rc;
-            break;
-        case OPT_CLOCK_PAGE:
-            if (optarg[0] != '/') {
-                die_usage ("--clock-page wants an absolute path, not '%s'", optarg);
-            }
-            cfg.clock_page = optarg;
-            break;
-        case OPT_HEALTH_ROOT:
-            if (optarg[0] != '/' || strlen (optarg) >= sizeof (health_root)) {
-                die_usage ("--health-root wants an absolute path of at most %zu "
-                           "characters, not '%s'",
-                           sizeof (health_root) - 1,
-                           optarg);
-            }
-            cfg.health_root = optarg;
-            break;
-        case OPT_WAIT:
-            if (fm_duration_parse (optarg, &wait_ns) < 0 || wait_ns < 0
-                || wait_ns > 3600 * FM_NSEC_PER_SEC) {
-                die_usage ("invalid duration '%s' (want at most 1h)", optarg);
-            }
-            break;
-        case OPT_HELP:
+        if (c == OPT_HELP) {
             fputs (usage_text, stdout);
             return 0;
-        default:
-            fputs (usage_text, stderr);
-            return 2;
         }
+        fputs (usage_text, stderr);
+        return 2;
     }
     if (optind < argc) {
         die_usage ("unexpected argument '%s'", argv[optind]);
     }
-    if (!cfg.daemon_url || !have_job) {
+    if (!a->cfg.daemon_url || !a->have_job) {
         die_usage ("%s", "--daemon and --job are required");
     }
-    fm_log_init ("fabric-agent", FM_LOG_STDERR, level);
-    /* hwloc dlopens every plugin it finds at its first topology, blacklisted
-     * components or not; the agent uses none of them (health_topo.c reads
-     * sysfs and parses fixtures with the built-in XML reader), and the X11,
-     * OpenCL and libxml2/ICU trees they pull in were 2 MiB of its memory.
-     * Set before any thread starts.
-     */
+    return -1;
+}
+
+/* hwloc dlopens every plugin it finds at its first topology, blacklisted
+ * components or not; the agent uses none of them (health_topo.c reads sysfs
+ * and parses fixtures with the built-in XML reader), and the X11, OpenCL and
+ * libxml2/ICU trees they pull in were 2 MiB of its memory. Set before any
+ * thread starts.
+ */
+static void hwloc_plugins_off (void)
+{
     setenv ("HWLOC_PLUGINS_BLACKLIST",
             "hwloc_gl,hwloc_opencl,hwloc_pci,hwloc_xml_libxml,hwloc_cuda,"
             "hwloc_nvml,hwloc_rsmi,hwloc_levelzero",
             1);
+}
+
+/* What the probing agent needs beyond the summary's options. */
+static void args_complete (args_t *a)
+{
+    fm_agent_cfg_t *cfg = &a->cfg;
+
+    if (!cfg->node) {
+        die_usage ("%s", "--node is required");
+    }
+    if (!cfg->job_nodes && !(cfg->job_nodes = getenv ("SLURM_JOB_NODELIST"))) {
+        die_usage ("%s", "--nodes is required (SLURM_JOB_NODELIST is not set)");
+    }
+    if (strlen (cfg->job_nodes) > FM_API_JOB_NODES_MAX) {
+        die_usage ("%s", "--nodes is longer than 4096 characters");
+    }
+    if (cfg->health_root && strstr (cfg->health_root, "%n")) {
+        if (expand_node (
+                cfg->health_root, cfg->node, a->health_root, sizeof (a->health_root))
+            < 0) {
+            die_usage ("--health-root: too long with node %s", cfg->node);
+        }
+        cfg->health_root = a->health_root;
+    }
+    if (!cfg->statedir) {
+        snprintf (a->statedir,
+                  sizeof (a->statedir),
+                  "/run/fabric-monitor/job.%" PRIu64,
+                  cfg->job_id);
+        cfg->statedir = a->statedir;
+    }
+}
+
+int main (int argc, char **argv)
+{
+    args_t a = {
+        .cfg =
+            {
+                .random_peers = FM_AGENT_RANDOM_PEERS,
+                .flush_ns = 5 * FM_NSEC_PER_SEC,
+                .user_id = getuid (),
+                .mode = "observe",
+                .estimator = FM_CLOCK_EST_HUYGENS,
+            },
+        .level = LOG_INFO,
+    };
+    fm_error_t err;
+    int rc;
+
+    if ((rc = args_parse (argc, argv, &a)) >= 0) {
+        return rc;
+    }
+    fm_log_init ("fabric-agent", FM_LOG_STDERR, a.level);
+    hwloc_plugins_off ();
     if (sodium_init () < 0) {
         fm_err ("cannot initialise libsodium");
         return 1;
     }
-    if (summary) {
-        rc = fm_summary_fetch (
-            cfg.daemon_url, cfg.munge_socket, cfg.job_id, output, wait_ns, &err);
+    if (a.summary) {
+        rc = fm_summary_fetch (a.cfg.daemon_url,
+                               a.cfg.munge_socket,
+                               a.cfg.job_id,
+                               a.output,
+                               a.wait_ns,
+                               &err);
         if (rc < 0) {
             fm_err ("summary: %s", err.text);
         }
         return rc < 0 ? 1 : 0;
     }
-    if (!cfg.node) {
-        die_usage ("%s", "--node is required");
-    }
-    if (!cfg.job_nodes && !(cfg.job_nodes = getenv ("SLURM_JOB_NODELIST"))) {
-        die_usage ("%s", "--nodes is required (SLURM_JOB_NODELIST is not set)");
-    }
-    if (strlen (cfg.job_nodes) > FM_API_JOB_NODES_MAX) {
-        die_usage ("%s", "--nodes is longer than 4096 characters");
-    }
-    if (cfg.health_root && strstr (cfg.health_root, "%n")) {
-        if (expand_node (cfg.health_root, cfg.node, health_root, sizeof (health_root))
-            < 0) {
-            die_usage ("--health-root: too long with node %s", cfg.node);
-        }
-        cfg.health_root = health_root;
-    }
-    if (!cfg.statedir) {
-        snprintf (statedir,
-                  sizeof (statedir),
-                  "/run/fabric-monitor/job.%" PRIu64,
-                  cfg.job_id);
-        cfg.statedir = statedir;
-    }
-    rc = fm_agent_run (&cfg, &err);
-    if (rc != 0) {
+    args_complete (&a);
+    if ((rc = fm_agent_run (&a.cfg, &err)) != 0) {
         fm_err ("%s", err.text);
     }
     return rc;
