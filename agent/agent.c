@@ -333,19 +333,19 @@ static void close_window (loop_t *l, bool last)
         seq = l->last_seq + 1;
     }
     if (reference_estimate (l, fm_engine_clock_now (l->engine, NULL), &est)) {
-        clock = fm_report_clock (&est);
+        clock = fm_agent_report_clock (&est);
     }
     if (end <= l->window_start_real) {
         end = l->window_start_real + 1;
     }
-    w = fm_report_window (seq,
-                          l->window_start_real,
-                          end,
-                          &clock,
-                          l->target_names,
-                          stats,
-                          l->ntargets,
-                          health_window (l));
+    w = fm_agent_report_window (seq,
+                                l->window_start_real,
+                                end,
+                                &clock,
+                                l->target_names,
+                                stats,
+                                l->ntargets,
+                                health_window (l));
     if (w) {
         const fm_engine_counters_t *c = fm_engine_counters (l->engine);
         uint64_t now[FM_API_PROBE_DROP_NREASONS], delta[FM_API_PROBE_DROP_NREASONS];
@@ -357,7 +357,7 @@ static void close_window (loop_t *l, bool last)
         for (int i = 0; i < FM_API_PROBE_DROP_NREASONS; i++) {
             delta[i] = now[i] - l->drops_reported[i];
         }
-        if (fm_report_add_drops (w, delta) == 0) {
+        if (fm_agent_report_add_drops (w, delta) == 0) {
             memcpy (l->drops_reported, now, sizeof (now));
             text = json_dumps (w, JSON_COMPACT);
         }

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "fmtime.h"
-#include "stats.h"
+#include "linkwin.h"
 #include "check_net.h"
 
 /* Protocol, all integers big-endian:
@@ -118,7 +118,7 @@ static void tune (int fd)
     (void)setsockopt (fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof (one));
 }
 
-int fm_check_listen (const char *addr, uint16_t *port, fm_error_t *err)
+int fm_check_net_listen (const char *addr, uint16_t *port, fm_error_t *err)
 {
     struct sockaddr_in sin = {.sin_family = AF_INET};
     socklen_t len = sizeof (sin);
@@ -203,7 +203,7 @@ static int client_latency (int fd,
         /* one way is half the round trip, as osu_latency reports it */
         rtt[k++] = (fm_time_mono_ns () - t0) / 2;
     }
-    fm_quantiles_compute (rtt, k, &q);
+    fm_linkwin_quantiles (rtt, k, &q);
     res->lat_p50_ns = q.p50;
     res->lat_p99_ns = q.p99;
     free (rtt);
@@ -276,11 +276,11 @@ static int client_bandwidth (int fd, const fm_check_params_t *p, fm_check_result
     return 0;
 }
 
-void fm_check_client (const struct sockaddr_in *peer,
-                      uint32_t me,
-                      uint32_t round,
-                      const fm_check_params_t *p,
-                      fm_check_result_t *res)
+void fm_check_net_client (const struct sockaddr_in *peer,
+                          uint32_t me,
+                          uint32_t round,
+                          const fm_check_params_t *p,
+                          fm_check_result_t *res)
 {
     unsigned char hello[HELLO_LEN], *buf;
     struct linger lg = {.l_onoff = 1, .l_linger = 0};
@@ -440,11 +440,11 @@ out:
     return rc;
 }
 
-int fm_check_serve (int lfd,
-                    uint32_t expect,
-                    uint32_t round,
-                    const fm_check_params_t *p,
-                    fm_error_t *err)
+int fm_check_net_serve (int lfd,
+                        uint32_t expect,
+                        uint32_t round,
+                        const fm_check_params_t *p,
+                        fm_error_t *err)
 {
     /* the client may spend a timeout connecting, then its budgets */
     int64_t deadline =

@@ -33,26 +33,26 @@ typedef struct {
 /* A listening TCP socket on addr (IPv4 dotted quad), port chosen by the
  * kernel, returned in *port. Returns the fd, or -1 with errno and err.
  */
-int fm_check_listen (const char *addr, uint16_t *port, fm_error_t *err);
+int fm_check_net_listen (const char *addr, uint16_t *port, fm_error_t *err);
 
 /* Test the pair as its lower rank `me`, in round `round`, against the server
  * at peer. Always fills *res (a, b are the caller's): res->ok false and
  * res->error say why when the test did not complete.
  */
-void fm_check_client (const struct sockaddr_in *peer,
-                      uint32_t me,
-                      uint32_t round,
-                      const fm_check_params_t *p,
-                      fm_check_result_t *res);
+void fm_check_net_client (const struct sockaddr_in *peer,
+                          uint32_t me,
+                          uint32_t round,
+                          const fm_check_params_t *p,
+                          fm_check_result_t *res);
 
 /* Serve one client on lfd: the rank `expect` in round `round`; others are
  * refused and waited past. Returns 0, or -1 with errno and err when no
  * client completed the test before the timeout.
  */
-int fm_check_serve (int lfd,
-                    uint32_t expect,
-                    uint32_t round,
-                    const fm_check_params_t *p,
-                    fm_error_t *err);
+int fm_check_net_serve (int lfd,
+                        uint32_t expect,
+                        uint32_t round,
+                        const fm_check_params_t *p,
+                        fm_error_t *err);
 
 #endif /* FM_CHECK_NET_H */

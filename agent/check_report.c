@@ -14,7 +14,7 @@
 
 #define LINE_MAX_LEN 256
 
-char *fm_check_encode (const fm_check_result_t *r, size_t n)
+char *fm_check_report_encode (const fm_check_result_t *r, size_t n)
 {
     size_t cap = n * LINE_MAX_LEN + 1, len = 0;
     char *s;
@@ -96,11 +96,11 @@ static int parse_line (char *line, uint32_t nnodes, fm_check_result_t *r)
     return 0;
 }
 
-int fm_check_decode (const char *text,
-                     uint32_t nnodes,
-                     fm_check_result_t **r,
-                     size_t *n,
-                     fm_error_t *err)
+int fm_check_report_decode (const char *text,
+                            uint32_t nnodes,
+                            fm_check_result_t **r,
+                            size_t *n,
+                            fm_error_t *err)
 {
     size_t lines = 0, k = *n;
     char *copy, *save = NULL;
@@ -166,22 +166,22 @@ static void print_nodes (FILE *f,
     }
 }
 
-void fm_check_print_table (FILE *f,
-                           fm_check_mode_t mode,
-                           char (*names)[FM_CHECK_NAME_MAX],
-                           uint32_t nnodes,
-                           const fm_check_result_t *r,
-                           size_t n,
-                           const fm_check_node_t *nodes,
-                           const fm_check_summary_t *sum,
-                           double elapsed_s)
+void fm_check_report_print_table (FILE *f,
+                                  fm_check_mode_t mode,
+                                  char (*names)[FM_CHECK_NAME_MAX],
+                                  uint32_t nnodes,
+                                  const fm_check_result_t *r,
+                                  size_t n,
+                                  const fm_check_node_t *nodes,
+                                  const fm_check_summary_t *sum,
+                                  double elapsed_s)
 {
     char p50[32], p99[32], bw[32];
     bool any = false;
 
     fprintf (f,
              "fabric-check: %s, %u nodes, %zu pairs, %.2f s\n",
-             fm_check_mode_name (mode),
+             fm_check_sched_mode_name (mode),
              nnodes,
              n,
              elapsed_s);
@@ -274,13 +274,13 @@ pairs_json (char (*names)[FM_CHECK_NAME_MAX], const fm_check_result_t *r, size_t
     return a;
 }
 
-json_t *fm_check_body (int64_t job_id,
-                       fm_check_mode_t mode,
-                       char (*names)[FM_CHECK_NAME_MAX],
-                       uint32_t nnodes,
-                       const bool *ref,
-                       const fm_check_result_t *r,
-                       size_t n)
+json_t *fm_check_report_body (int64_t job_id,
+                              fm_check_mode_t mode,
+                              char (*names)[FM_CHECK_NAME_MAX],
+                              uint32_t nnodes,
+                              const bool *ref,
+                              const fm_check_result_t *r,
+                              size_t n)
 {
     json_t *pairs = pairs_json (names, r, n);
     json_t *refs = ref ? json_array () : NULL;
@@ -296,7 +296,7 @@ json_t *fm_check_body (int64_t job_id,
                    "job_id",
                    (json_int_t)job_id,
                    "mode",
-                   fm_check_mode_name (mode),
+                   fm_check_sched_mode_name (mode),
                    "pairs",
                    pairs);
     if (!pairs || !o || (ref && (!refs || json_object_set_new (o, "reference", refs) < 0))) {
@@ -307,16 +307,16 @@ json_t *fm_check_body (int64_t job_id,
     return o;
 }
 
-json_t *fm_check_json (int64_t job_id,
-                       fm_check_mode_t mode,
-                       char (*names)[FM_CHECK_NAME_MAX],
-                       uint32_t nnodes,
-                       const bool *ref,
-                       const fm_check_result_t *r,
-                       size_t n,
-                       const fm_check_node_t *nodes)
+json_t *fm_check_report_json (int64_t job_id,
+                              fm_check_mode_t mode,
+                              char (*names)[FM_CHECK_NAME_MAX],
+                              uint32_t nnodes,
+                              const bool *ref,
+                              const fm_check_result_t *r,
+                              size_t n,
+                              const fm_check_node_t *nodes)
 {
-    json_t *o = fm_check_body (job_id, mode, names, nnodes, ref, r, n);
+    json_t *o = fm_check_report_body (job_id, mode, names, nnodes, ref, r, n);
     json_t *a = json_array ();
     bool passed = true;
 

@@ -8,7 +8,7 @@
 
 #include "check_sched.h"
 
-const char *fm_check_mode_name (fm_check_mode_t mode)
+const char *fm_check_sched_mode_name (fm_check_mode_t mode)
 {
     return mode == FM_CHECK_FULL ? "full" : "quick";
 }
@@ -68,11 +68,11 @@ static size_t full (fm_check_pair_t *p, uint32_t n, uint32_t *nrounds)
     return k;
 }
 
-int fm_check_schedule (fm_check_mode_t mode,
-                       uint32_t n,
-                       fm_check_pair_t **pairs,
-                       size_t *npairs,
-                       uint32_t *nrounds)
+int fm_check_sched_schedule (fm_check_mode_t mode,
+                             uint32_t n,
+                             fm_check_pair_t **pairs,
+                             size_t *npairs,
+                             uint32_t *nrounds)
 {
     size_t cap;
     fm_check_pair_t *p;

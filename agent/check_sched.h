@@ -22,17 +22,17 @@ typedef struct {
     uint32_t round; /* no rank appears twice in one round */
 } fm_check_pair_t;
 
-const char *fm_check_mode_name (fm_check_mode_t mode);
+const char *fm_check_sched_mode_name (fm_check_mode_t mode);
 
 /* The schedule for n ranks, sorted by round. quick: the n ring pairs (i, i+1
  * mod n) in 2 rounds (3 when n is odd), one pair for n = 2; full: all
  * n(n-1)/2 pairs in n-1 rounds (n when n is odd). *pairs is malloc'd.
  * -1/EINVAL when n < 2 or above the mode's maximum, -1/ENOMEM.
  */
-int fm_check_schedule (fm_check_mode_t mode,
-                       uint32_t n,
-                       fm_check_pair_t **pairs,
-                       size_t *npairs,
-                       uint32_t *nrounds);
+int fm_check_sched_schedule (fm_check_mode_t mode,
+                             uint32_t n,
+                             fm_check_pair_t **pairs,
+                             size_t *npairs,
+                             uint32_t *nrounds);
 
 #endif /* FM_CHECK_SCHED_H */

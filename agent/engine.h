@@ -13,7 +13,7 @@
 #include "vclock.h"
 #include "error.h"
 #include "fm/probe.h"
-#include "stats.h"
+#include "linkwin.h"
 #include "wire.h"
 
 /* The probe engine: one non-blocking UDP socket with kernel timestamps

@@ -374,7 +374,7 @@ conclude (const opts_t *o, endpoint_t *ep, uint32_t size, char **vals, double el
     }
     for (uint32_t i = 0; i < size; i++) {
         snprintf (names[i], sizeof (names[i]), "%s", ep[i].name);
-        if (fm_check_decode (vals[i], size, &r, &n, &err) < 0) {
+        if (fm_check_report_decode (vals[i], size, &r, &n, &err) < 0) {
             fprintf (stderr, "fabric-check: rank %u: %s\n", (unsigned)i, err.text);
             goto out;
         }
@@ -404,7 +404,8 @@ conclude (const opts_t *o, endpoint_t *ep, uint32_t size, char **vals, double el
         }
     }
     if (o->json) {
-        json_t *j = fm_check_json (job_id, o->mode, names, size, ref, r, n, nodes);
+        json_t *j =
+            fm_check_report_json (job_id, o->mode, names, size, ref, r, n, nodes);
         if (!j || json_dumpf (j, stdout, JSON_COMPACT) < 0) {
             json_decref (j);
             fprintf (stderr, "fabric-check: out of memory\n");
@@ -413,12 +414,12 @@ conclude (const opts_t *o, endpoint_t *ep, uint32_t size, char **vals, double el
         json_decref (j);
         putchar ('\n');
     } else {
-        fm_check_print_table (
+        fm_check_report_print_table (
             stdout, o->mode, names, size, r, n, nodes, &sum, elapsed_s);
     }
     fflush (stdout);
     if (o->post && o->daemon && job_id > 0) {
-        json_t *body = fm_check_body (job_id, o->mode, names, size, ref, r, n);
+        json_t *body = fm_check_report_body (job_id, o->mode, names, size, ref, r, n);
         if (!body || fm_check_post (o->daemon, o->munge_socket, body, &err) < 0) {
             fprintf (stderr,
                      "fabric-check: result not posted to %s: %s\n",
@@ -459,11 +460,11 @@ static int run_rounds (const opts_t *o,
                 fm_check_result_t *res = &mine[(*nmine)++];
                 res->a = pr->a;
                 res->b = pr->b;
-                fm_check_client (&ep[pr->b].sin, rank, round, &o->p, res);
+                fm_check_net_client (&ep[pr->b].sin, rank, round, &o->p, res);
             } else if (pr->b == rank) {
                 fm_error_t e;
                 /* the client records the outcome; ours only says why */
-                if (fm_check_serve (lfd, pr->a, round, &o->p, &e) < 0) {
+                if (fm_check_net_serve (lfd, pr->a, round, &o->p, &e) < 0) {
                     fprintf (stderr, "fabric-check: %s: %s\n", ep[rank].name, e.text);
                 }
             }
@@ -512,19 +513,19 @@ int main (int argc, char **argv)
         fprintf (stderr, "fabric-check: %s\n", err.text);
         goto out;
     }
-    if (fm_check_schedule (o.mode, size, &pairs, &npairs, &nrounds) < 0) {
+    if (fm_check_sched_schedule (o.mode, size, &pairs, &npairs, &nrounds) < 0) {
         if (rank == 0) {
             fprintf (stderr,
                      "fabric-check: %s needs 2 to %d nodes, one task per node "
                      "(have %u tasks)\n",
-                     fm_check_mode_name (o.mode),
+                     fm_check_sched_mode_name (o.mode),
                      o.mode == FM_CHECK_FULL ? FM_CHECK_FULL_MAX : FM_CHECK_NODES_MAX,
                      (unsigned)size);
         }
         rc = EXIT_USAGE;
         goto out;
     }
-    if ((lfd = fm_check_listen (addr, &port, &err)) < 0) {
+    if ((lfd = fm_check_net_listen (addr, &port, &err)) < 0) {
         fprintf (stderr, "fabric-check: %s: %s\n", name, err.text);
         goto out;
     }
@@ -544,7 +545,7 @@ int main (int argc, char **argv)
     vals = NULL;
     if (run_rounds (&o, px, lfd, rank, ep, pairs, npairs, nrounds, mine, &nmine, &err)
             < 0
-        || !(text = fm_check_encode (mine, nmine))
+        || !(text = fm_check_report_encode (mine, nmine))
         || fm_check_pmix_allgather (px, KEY_RES, text, rank == 0, &vals, &err) < 0) {
         fprintf (stderr, "fabric-check: %s: %s\n", name, text ? err.text : "no memory");
         goto out;

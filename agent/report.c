@@ -65,14 +65,14 @@ static json_t *link_entry (const char *peer,
                       (json_int_t)reordered);
 }
 
-json_t *fm_report_window (uint64_t seq,
-                          int64_t start_ns,
-                          int64_t end_ns,
-                          const fm_report_clock_t *clock,
-                          const char *const *peers,
-                          const fm_linkstats_t *stats,
-                          size_t n,
-                          json_t *health)
+json_t *fm_agent_report_window (uint64_t seq,
+                                int64_t start_ns,
+                                int64_t end_ns,
+                                const fm_report_clock_t *clock,
+                                const char *const *peers,
+                                const fm_linkstats_t *stats,
+                                size_t n,
+                                json_t *health)
 {
     json_t *w, *links;
 
@@ -145,7 +145,8 @@ nomem:
     return NULL;
 }
 
-int fm_report_add_drops (json_t *w, const uint64_t counts[FM_API_PROBE_DROP_NREASONS])
+int fm_agent_report_add_drops (json_t *w,
+                               const uint64_t counts[FM_API_PROBE_DROP_NREASONS])
 {
     static const char *const names[] = {FM_API_PROBE_DROP_REASONS};
     json_t *o = NULL;
@@ -174,7 +175,7 @@ int fm_report_add_drops (json_t *w, const uint64_t counts[FM_API_PROBE_DROP_NREA
     return 0;
 }
 
-fm_report_clock_t fm_report_clock (const fm_clock_estimate_t *to_reference)
+fm_report_clock_t fm_agent_report_clock (const fm_clock_estimate_t *to_reference)
 {
     fm_report_clock_t c = {0};
 

@@ -11,7 +11,7 @@
 
 #include "clock.h"
 #include "fm/api.h"
-#include "stats.h"
+#include "linkwin.h"
 
 /* |clock.drift_ppb| accepted by fabricd (doc/api.md): 1000 ppm. */
 #define FM_REPORT_DRIFT_MAX_PPB 1e6
@@ -29,24 +29,25 @@ typedef struct {
  * the API's ranges. health (may be NULL: none) is the window's health array
  * (doc/health.md); the reference is taken, also on failure. NULL/ENOMEM.
  */
-json_t *fm_report_window (uint64_t seq,
-                          int64_t start_ns,
-                          int64_t end_ns,
-                          const fm_report_clock_t *clock,
-                          const char *const *peers,
-                          const fm_linkstats_t *stats,
-                          size_t n,
-                          json_t *health);
+json_t *fm_agent_report_window (uint64_t seq,
+                                int64_t start_ns,
+                                int64_t end_ns,
+                                const fm_report_clock_t *clock,
+                                const char *const *peers,
+                                const fm_linkstats_t *stats,
+                                size_t n,
+                                json_t *health);
 
 /* Add to window w the "probe_drops" object: the nonzero of counts, in the
  * order of FM_API_PROBE_DROP_REASONS, each capped at FM_API_COUNT_MAX.
  * Nothing when all are zero. 0, or -1/ENOMEM with w untouched.
  */
-int fm_report_add_drops (json_t *w, const uint64_t counts[FM_API_PROBE_DROP_NREASONS]);
+int fm_agent_report_add_drops (json_t *w,
+                               const uint64_t counts[FM_API_PROBE_DROP_NREASONS]);
 
 /* This node's clock from the estimate of the reference node's clock
  * (theta = reference - local): invalid unless the estimate is.
  */
-fm_report_clock_t fm_report_clock (const fm_clock_estimate_t *to_reference);
+fm_report_clock_t fm_agent_report_clock (const fm_clock_estimate_t *to_reference);
 
 #endif /* FM_AGENT_REPORT_H */

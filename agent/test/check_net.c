@@ -31,7 +31,7 @@ static void *serve (void *arg)
 {
     server_t *s = arg;
 
-    s->rc = fm_check_serve (s->lfd, s->expect, s->round, &s->p, &s->err);
+    s->rc = fm_check_net_serve (s->lfd, s->expect, s->round, &s->p, &s->err);
     return NULL;
 }
 
@@ -49,7 +49,7 @@ static void start (server_t *s, struct sockaddr_in *sin, pthread_t *t)
     fm_error_t err;
     uint16_t port;
 
-    s->lfd = fm_check_listen ("127.0.0.1", &port, &err);
+    s->lfd = fm_check_net_listen ("127.0.0.1", &port, &err);
     assert_true (s->lfd >= 0);
     memset (sin, 0, sizeof (*sin));
     sin->sin_family = AF_INET;
@@ -66,7 +66,7 @@ static void test_pair (void **state)
     pthread_t t;
 
     start (&s, &sin, &t);
-    fm_check_client (&sin, 3, 1, &params, &r);
+    fm_check_net_client (&sin, 3, 1, &params, &r);
     pthread_join (t, NULL);
     close (s.lfd);
     assert_true (r.ok);
@@ -97,7 +97,7 @@ static void test_window_bounds_bytes (void **state)
     s.p = p;
     start (&s, &sin, &t);
     t0 = fm_time_mono_ns ();
-    fm_check_client (&sin, 0, 0, &p, &r);
+    fm_check_net_client (&sin, 0, 0, &p, &r);
     pthread_join (t, NULL);
     close (s.lfd);
     assert_true (r.ok);
@@ -119,7 +119,7 @@ static void test_wrong_peer (void **state)
     p.bw_window_ns = 10000000;
     s.p = p;
     start (&s, &sin, &t);
-    fm_check_client (&sin, 1, 0, &p, &r);
+    fm_check_net_client (&sin, 1, 0, &p, &r);
     pthread_join (t, NULL);
     assert_false (r.ok);
     assert_non_null (strstr (r.error, "hello"));
@@ -128,7 +128,7 @@ static void test_wrong_peer (void **state)
     s.expect = 1;
     s.round = 4;
     assert_int_equal (pthread_create (&t, NULL, serve, &s), 0);
-    fm_check_client (&sin, 1, 0, &p, &r);
+    fm_check_net_client (&sin, 1, 0, &p, &r);
     pthread_join (t, NULL);
     assert_false (r.ok);
     assert_int_equal (s.rc, -1);
@@ -144,18 +144,18 @@ static void test_no_server (void **state)
     int fd;
 
     /* a port that was just free: connection refused */
-    fd = fm_check_listen ("127.0.0.1", &port, &err);
+    fd = fm_check_net_listen ("127.0.0.1", &port, &err);
     assert_true (fd >= 0);
     close (fd);
     memset (&sin, 0, sizeof (sin));
     sin.sin_family = AF_INET;
     sin.sin_port = htons (port);
     inet_pton (AF_INET, "127.0.0.1", &sin.sin_addr);
-    fm_check_client (&sin, 0, 0, &params, &r);
+    fm_check_net_client (&sin, 0, 0, &params, &r);
     assert_false (r.ok);
     assert_non_null (strstr (r.error, "connect"));
     errno = 0;
-    assert_int_equal (fm_check_listen ("not-an-address", &port, &err), -1);
+    assert_int_equal (fm_check_net_listen ("not-an-address", &port, &err), -1);
     assert_int_equal (errno, EINVAL);
 }
 

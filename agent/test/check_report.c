@@ -45,8 +45,8 @@ static void test_roundtrip (void **state)
     char *text;
 
     results (in);
-    assert_non_null (text = fm_check_encode (in, 6));
-    assert_int_equal (fm_check_decode (text, 6, &out, &n, &err), 0);
+    assert_non_null (text = fm_check_report_encode (in, 6));
+    assert_int_equal (fm_check_report_decode (text, 6, &out, &n, &err), 0);
     assert_int_equal (n, 6);
     for (int i = 0; i < 6; i++) {
         assert_int_equal (out[i].a, in[i].a);
@@ -60,9 +60,9 @@ static void test_roundtrip (void **state)
     assert_string_equal (out[3].error, "ping: timed out");
     assert_string_equal (out[0].error, "");
     /* decoding appends */
-    assert_int_equal (fm_check_decode (text, 6, &out, &n, &err), 0);
+    assert_int_equal (fm_check_report_decode (text, 6, &out, &n, &err), 0);
     assert_int_equal (n, 12);
-    assert_int_equal (fm_check_decode ("", 6, &out, &n, &err), 0);
+    assert_int_equal (fm_check_report_decode ("", 6, &out, &n, &err), 0);
     assert_int_equal (n, 12);
     free (text);
     free (out);
@@ -86,7 +86,7 @@ static void test_decode_rejects (void **state)
 
     for (size_t i = 0; i < sizeof (bad) / sizeof (bad[0]); i++) {
         errno = 0;
-        assert_int_equal (fm_check_decode (bad[i], 4, &r, &n, &err), -1);
+        assert_int_equal (fm_check_report_decode (bad[i], 4, &r, &n, &err), -1);
         assert_int_equal (errno, EPROTO);
         assert_int_equal (n, 0);
     }
@@ -106,7 +106,7 @@ static void test_table (void **state)
     assert_int_equal (fm_check_verdict (r, 6, 6, NULL, nodes, &s), 0);
     fm_check_verdict_sort (r, 6);
     assert_non_null (f = open_memstream (&buf, &len));
-    fm_check_print_table (f, FM_CHECK_QUICK, names, 6, r, 6, nodes, &s, 1.5);
+    fm_check_report_print_table (f, FM_CHECK_QUICK, names, 6, r, 6, nodes, &s, 1.5);
     fclose (f);
     /* the failed pair is the first row, the verdict the last line */
     assert_non_null (strstr (buf, "fabric-check: quick, 6 nodes, 6 pairs, 1.50 s\n"));
@@ -121,7 +121,7 @@ static void test_table (void **state)
     }
     assert_int_equal (fm_check_verdict (r, 6, 6, NULL, nodes, &s), 0);
     assert_non_null (f = open_memstream (&buf, &len));
-    fm_check_print_table (f, FM_CHECK_FULL, names, 6, r, 6, nodes, &s, 1.5);
+    fm_check_report_print_table (f, FM_CHECK_FULL, names, 6, r, 6, nodes, &s, 1.5);
     fclose (f);
     assert_non_null (strstr (buf, "\nfabric-check: PASS\n"));
     assert_null (strstr (buf, "FAIL"));
@@ -137,7 +137,8 @@ static void test_json (void **state)
 
     results (r);
     assert_int_equal (fm_check_verdict (r, 6, 6, NULL, nodes, &s), 0);
-    assert_non_null (o = fm_check_body (42, FM_CHECK_QUICK, names, 6, NULL, r, 6));
+    assert_non_null (
+        o = fm_check_report_body (42, FM_CHECK_QUICK, names, 6, NULL, r, 6));
     assert_int_equal (json_integer_value (json_object_get (o, "job_id")), 42);
     assert_string_equal (json_string_value (json_object_get (o, "mode")), "quick");
     assert_int_equal (json_object_size (o), 3);
@@ -150,7 +151,8 @@ static void test_json (void **state)
     assert_null (
         json_object_get (json_array_get (json_object_get (o, "pairs"), 0), "error"));
     json_decref (o);
-    assert_non_null (o = fm_check_json (42, FM_CHECK_FULL, names, 6, NULL, r, 6, nodes));
+    assert_non_null (
+        o = fm_check_report_json (42, FM_CHECK_FULL, names, 6, NULL, r, 6, nodes));
     assert_true (json_is_false (json_object_get (o, "passed")));
     p = json_array_get (json_object_get (o, "nodes"), 5);
     assert_string_equal (json_string_value (json_object_get (p, "name")), "fmn6");
@@ -159,7 +161,7 @@ static void test_json (void **state)
     json_decref (o);
     /* --reference: the body names the reference nodes, in node order */
     const bool ref[6] = {false, true, false, true, false, false};
-    assert_non_null (o = fm_check_body (42, FM_CHECK_FULL, names, 6, ref, r, 6));
+    assert_non_null (o = fm_check_report_body (42, FM_CHECK_FULL, names, 6, ref, r, 6));
     assert_int_equal (json_object_size (o), 4);
     p = json_object_get (o, "reference");
     assert_int_equal (json_array_size (p), 2);

@@ -50,7 +50,7 @@ static void test_quick_ring (void **state)
         uint32_t nr;
         unsigned char *adj;
 
-        assert_int_equal (fm_check_schedule (FM_CHECK_QUICK, n, &p, &np, &nr), 0);
+        assert_int_equal (fm_check_sched_schedule (FM_CHECK_QUICK, n, &p, &np, &nr), 0);
         adj = check_common (p, np, n, nr);
         if (n == 2) {
             assert_int_equal (np, 1);
@@ -80,7 +80,7 @@ static void test_quick_four (void **state)
     size_t np;
     uint32_t nr;
 
-    assert_int_equal (fm_check_schedule (FM_CHECK_QUICK, 4, &p, &np, &nr), 0);
+    assert_int_equal (fm_check_sched_schedule (FM_CHECK_QUICK, 4, &p, &np, &nr), 0);
     assert_int_equal (np, 4);
     assert_int_equal (p[0].a, 0);
     assert_int_equal (p[0].b, 1);
@@ -105,7 +105,7 @@ static void test_full_all_pairs (void **state)
         uint32_t nr;
         unsigned char *adj;
 
-        assert_int_equal (fm_check_schedule (FM_CHECK_FULL, n, &p, &np, &nr), 0);
+        assert_int_equal (fm_check_sched_schedule (FM_CHECK_FULL, n, &p, &np, &nr), 0);
         assert_int_equal (np, (size_t)n * (n - 1) / 2);
         assert_int_equal (nr, n % 2 ? n : n - 1);
         adj = check_common (p, np, n, nr);
@@ -126,24 +126,26 @@ static void test_bounds (void **state)
     uint32_t nr = 7;
 
     errno = 0;
-    assert_int_equal (fm_check_schedule (FM_CHECK_QUICK, 1, &p, &np, &nr), -1);
+    assert_int_equal (fm_check_sched_schedule (FM_CHECK_QUICK, 1, &p, &np, &nr), -1);
     assert_int_equal (errno, EINVAL);
-    assert_int_equal (fm_check_schedule (FM_CHECK_FULL, 0, &p, &np, &nr), -1);
+    assert_int_equal (fm_check_sched_schedule (FM_CHECK_FULL, 0, &p, &np, &nr), -1);
     assert_int_equal (
-        fm_check_schedule (FM_CHECK_FULL, FM_CHECK_FULL_MAX + 1, &p, &np, &nr), -1);
+        fm_check_sched_schedule (FM_CHECK_FULL, FM_CHECK_FULL_MAX + 1, &p, &np, &nr),
+        -1);
     assert_int_equal (errno, EINVAL);
     assert_int_equal (
-        fm_check_schedule (FM_CHECK_QUICK, FM_CHECK_NODES_MAX + 1, &p, &np, &nr), -1);
+        fm_check_sched_schedule (FM_CHECK_QUICK, FM_CHECK_NODES_MAX + 1, &p, &np, &nr),
+        -1);
     /* nothing is touched on failure */
     assert_null (p);
     assert_int_equal (np, 7);
     assert_int_equal (nr, 7);
     assert_int_equal (
-        fm_check_schedule (FM_CHECK_QUICK, FM_CHECK_NODES_MAX, &p, &np, &nr), 0);
+        fm_check_sched_schedule (FM_CHECK_QUICK, FM_CHECK_NODES_MAX, &p, &np, &nr), 0);
     assert_int_equal (np, FM_CHECK_NODES_MAX);
     free (p);
-    assert_string_equal (fm_check_mode_name (FM_CHECK_FULL), "full");
-    assert_string_equal (fm_check_mode_name (FM_CHECK_QUICK), "quick");
+    assert_string_equal (fm_check_sched_mode_name (FM_CHECK_FULL), "full");
+    assert_string_equal (fm_check_sched_mode_name (FM_CHECK_QUICK), "quick");
 }
 
 int main (void)

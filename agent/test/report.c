@@ -44,7 +44,7 @@ static void test_window_json (void **state)
     fm_report_clock_t clock = {
         .valid = true, .offset_ns = -1000, .error_ns = 5, .drift_ppb = 2.5e6};
     json_t *health = json_pack ("[{s:s}]", "type", "steer");
-    json_t *w = fm_report_window (7, 100, 200, &clock, peers, st, 2, health);
+    json_t *w = fm_agent_report_window (7, 100, 200, &clock, peers, st, 2, health);
     json_t *links, *l;
     json_int_t v;
 
@@ -101,7 +101,7 @@ static void test_window_without_clock (void **state)
 
     st.have_offset = false;
     st.rtt.max = 100LL * 1000000000LL; /* over the API's 60 s: clamped */
-    w = fm_report_window (1, 1, 2, &clock, peers, &st, 1, NULL);
+    w = fm_agent_report_window (1, 1, 2, &clock, peers, &st, 1, NULL);
     assert_null (json_object_get (w, "clock"));
     assert_null (json_object_get (w, "health"));
     assert_true (json_is_null (
@@ -122,15 +122,15 @@ static void test_window_drops (void **state)
     const char *peers[] = {"x"};
     fm_report_clock_t clock = {0};
     uint64_t counts[FM_API_PROBE_DROP_NREASONS] = {0};
-    json_t *w = fm_report_window (1, 1, 2, &clock, peers, &st, 1, NULL), *d;
+    json_t *w = fm_agent_report_window (1, 1, 2, &clock, peers, &st, 1, NULL), *d;
 
     assert_non_null (w);
-    assert_int_equal (fm_report_add_drops (w, counts), 0);
+    assert_int_equal (fm_agent_report_add_drops (w, counts), 0);
     assert_null (json_object_get (w, "probe_drops"));
     counts[4] = 12;                     /* bad_tag */
     counts[6] = 3;                      /* unknown_sender */
     counts[5] = FM_API_COUNT_MAX + 10u; /* foreign */
-    assert_int_equal (fm_report_add_drops (w, counts), 0);
+    assert_int_equal (fm_agent_report_add_drops (w, counts), 0);
     d = json_object_get (w, "probe_drops");
     assert_int_equal (json_object_size (d), 3);
     assert_int_equal (json_integer_value (json_object_get (d, "bad_tag")), 12);
@@ -143,7 +143,7 @@ static void test_clock_from_reference (void **state)
 {
     fm_clock_estimate_t e = {
         .valid = true, .offset_ns = 1000, .drift_ppb = -30.5, .bound_ns = 5};
-    fm_report_clock_t c = fm_report_clock (&e);
+    fm_report_clock_t c = fm_agent_report_clock (&e);
 
     /* the estimate says reference - local = +1000: local is 1000 behind */
     assert_true (c.valid);
@@ -151,8 +151,8 @@ static void test_clock_from_reference (void **state)
     assert_int_equal (c.error_ns, 5);
     assert_true (c.drift_ppb == 30.5);
     e.valid = false;
-    assert_false (fm_report_clock (&e).valid);
-    assert_false (fm_report_clock (NULL).valid);
+    assert_false (fm_agent_report_clock (&e).valid);
+    assert_false (fm_agent_report_clock (NULL).valid);
 }
 
 static void test_pick_targets (void **state)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-3.0-or-later
  * Copyright (C) 2026 The fabric-monitor authors
  */
-#ifndef FM_AGENT_STATS_H
-#define FM_AGENT_STATS_H
+#ifndef FM_AGENT_LINKWIN_H
+#define FM_AGENT_LINKWIN_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -19,10 +19,10 @@ typedef struct {
 } fm_quantiles_t;
 
 /* Sort v[0..n) in place and fill q. Never fails; v may be NULL when n is 0. */
-void fm_quantiles_compute (int64_t *v, size_t n, fm_quantiles_t *q);
+void fm_linkwin_quantiles (int64_t *v, size_t n, fm_quantiles_t *q);
 
 /* The nearest-rank q-quantile (0 < q <= 1) of a sorted array of n > 0 values. */
-int64_t fm_quantile_sorted (const int64_t *sorted, size_t n, double q);
+int64_t fm_linkwin_quantile_sorted (const int64_t *sorted, size_t n, double q);
 
 /* One window of measurements between this node (A) and one peer (B), from
  * A's requests and B's replies. "fwd" is A->B, "rev" is B->A. The offset is
@@ -92,4 +92,4 @@ void fm_linkwin_remote_rebase (fm_linkwin_t *w);
 /* Compute the window's statistics into s and start a new window. */
 void fm_linkwin_close (fm_linkwin_t *w, fm_linkstats_t *s);
 
-#endif /* FM_AGENT_STATS_H */
+#endif /* FM_AGENT_LINKWIN_H */

@@ -11,13 +11,13 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
-#include "stats.h"
+#include "linkwin.h"
 
 static void test_quantiles_empty (void **state)
 {
     fm_quantiles_t q;
 
-    fm_quantiles_compute (NULL, 0, &q);
+    fm_linkwin_quantiles (NULL, 0, &q);
     assert_int_equal (q.n, 0);
     assert_int_equal (q.p50, 0);
     assert_int_equal (q.max, 0);
@@ -32,7 +32,7 @@ static void test_quantiles_nearest_rank (void **state)
     for (int i = 0; i < 100; i++) {
         v[i] = ((i * 37) % 100) + 1;
     }
-    fm_quantiles_compute (v, 100, &q);
+    fm_linkwin_quantiles (v, 100, &q);
     assert_int_equal (q.n, 100);
     assert_int_equal (q.min, 1);
     assert_int_equal (q.p50, 50);
@@ -48,10 +48,10 @@ static void test_quantiles_small (void **state)
     int64_t ten[10];
     fm_quantiles_t q;
 
-    fm_quantiles_compute (one, 1, &q);
+    fm_linkwin_quantiles (one, 1, &q);
     assert_int_equal (q.p50, 7);
     assert_int_equal (q.p99, 7);
-    fm_quantiles_compute (three, 3, &q);
+    fm_linkwin_quantiles (three, 3, &q);
     assert_int_equal (q.min, -10);
     assert_int_equal (q.p50, 20); /* ceil(1.5) = 2nd */
     assert_int_equal (q.p90, 30);
@@ -59,7 +59,7 @@ static void test_quantiles_small (void **state)
     for (int i = 0; i < 10; i++) {
         ten[i] = i == 4 ? 1000000 : 100;
     }
-    fm_quantiles_compute (ten, 10, &q);
+    fm_linkwin_quantiles (ten, 10, &q);
     assert_int_equal (q.p50, 100);
     assert_int_equal (q.p90, 100);
     assert_int_equal (q.p99, 1000000);

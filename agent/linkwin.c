@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "stats.h"
+#include "linkwin.h"
 
 struct fm_linkwin {
     size_t max;
@@ -39,7 +39,7 @@ static int cmp_i64 (const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-int64_t fm_quantile_sorted (const int64_t *sorted, size_t n, double q)
+int64_t fm_linkwin_quantile_sorted (const int64_t *sorted, size_t n, double q)
 {
     double rank = ceil (q * (double)n);
     size_t i = rank < 1 ? 0 : (size_t)rank - 1;
@@ -50,7 +50,7 @@ int64_t fm_quantile_sorted (const int64_t *sorted, size_t n, double q)
     return sorted[i];
 }
 
-void fm_quantiles_compute (int64_t *v, size_t n, fm_quantiles_t *q)
+void fm_linkwin_quantiles (int64_t *v, size_t n, fm_quantiles_t *q)
 {
     memset (q, 0, sizeof (*q));
     if (n == 0) {
@@ -59,9 +59,9 @@ void fm_quantiles_compute (int64_t *v, size_t n, fm_quantiles_t *q)
     qsort (v, n, sizeof (v[0]), cmp_i64);
     q->n = n;
     q->min = v[0];
-    q->p50 = fm_quantile_sorted (v, n, 0.50);
-    q->p90 = fm_quantile_sorted (v, n, 0.90);
-    q->p99 = fm_quantile_sorted (v, n, 0.99);
+    q->p50 = fm_linkwin_quantile_sorted (v, n, 0.50);
+    q->p90 = fm_linkwin_quantile_sorted (v, n, 0.90);
+    q->p99 = fm_linkwin_quantile_sorted (v, n, 0.99);
     q->max = v[n - 1];
 }
 
@@ -194,9 +194,9 @@ void fm_linkwin_close (fm_linkwin_t *w, fm_linkstats_t *s)
             w->rev_raw[i] += w->best_offset;
         }
     }
-    fm_quantiles_compute (w->rtt, w->n, &s->rtt);
-    fm_quantiles_compute (w->fwd_raw, w->n, &s->owd_fwd);
-    fm_quantiles_compute (w->rev_raw, w->n, &s->owd_rev);
+    fm_linkwin_quantiles (w->rtt, w->n, &s->rtt);
+    fm_linkwin_quantiles (w->fwd_raw, w->n, &s->owd_fwd);
+    fm_linkwin_quantiles (w->rev_raw, w->n, &s->owd_rev);
     s->probes = w->replies + w->lost;
     s->lost = w->lost;
     s->lost_fwd = w->rem_lost > w->base_lost ? w->rem_lost - w->base_lost : 0;
