@@ -277,7 +277,7 @@ static json_t *health_window (loop_t *l)
         }
         l->steer_failing = rc < 0;
     }
-    if (!(a = fm_health_render (&l->hset, FM_HEALTH_RENDER_EXTENDED, &dropped))) {
+    if (!(a = fm_health_json_render (&l->hset, FM_HEALTH_RENDER_EXTENDED, &dropped))) {
         fm_err ("health: out of memory: window sent without it");
         return NULL;
     }

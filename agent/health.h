@@ -149,13 +149,13 @@ typedef enum {
      * an older fabricd refuses them with 400 for the whole batch.
      */
     FM_HEALTH_RENDER_EXTENDED = 1,
-} fm_health_render_b;
+} fm_health_json_render_b;
 
 /* The window's "health" array (doc/api.md): records grouped into one object per
  * NIC and IB port, at most FM_API_MAX_HEALTH objects, the most severe first when
  * there are more (*dropped, may be NULL, counts the rest). NULL/ENOMEM.
  */
-json_t *fm_health_render (const fm_health_set_t *set, int flags, size_t *dropped);
+json_t *fm_health_json_render (const fm_health_set_t *set, int flags, size_t *dropped);
 
 const char *fm_health_class_name (fm_hclass_t cls);
 

@@ -217,7 +217,7 @@ static void test_render_nic (void **state)
     size_t dropped = 99;
 
     nic (&s, "eth0", true, 3, 2);
-    a = fm_health_render (&s, 0, &dropped);
+    a = fm_health_json_render (&s, 0, &dropped);
     assert_non_null (a);
     assert_int_equal (dropped, 0);
     assert_int_equal (json_array_size (a), 1);
@@ -236,7 +236,7 @@ static void test_render_nic (void **state)
     assert_int_equal (json_integer_value (json_object_get (o, "tx_errors")), 0);
     json_decref (a);
 
-    a = fm_health_render (&s, FM_HEALTH_RENDER_EXTENDED, NULL);
+    a = fm_health_json_render (&s, FM_HEALTH_RENDER_EXTENDED, NULL);
     assert_int_equal (json_array_size (a), 2);
     o = json_array_get (a, 1);
     assert_string_equal (json_string_value (json_object_get (o, "type")), "counters");
@@ -265,7 +265,7 @@ static void test_render_ib (void **state)
     /* a port in a state api.md cannot express is left out, not invented */
     fm_health_add_text (&s, FM_HREC_IB_PORT, "mlx5_0", 2, "state", "NOP", 0);
     fm_health_add_text (&s, FM_HREC_IB_PORT, "mlx5_0", 2, "phys_state", "Polling", 0);
-    a = fm_health_render (&s, 0, NULL);
+    a = fm_health_json_render (&s, 0, NULL);
     assert_int_equal (json_array_size (a), 1);
     o = json_array_get (a, 0);
     keys (o, k, sizeof (k));
@@ -292,10 +292,10 @@ static void test_render_extended_only (void **state)
     fm_health_add_counter (
         &s, FM_HREC_XID, "0000:17:00.0", 0, "xid", 2, 79, FM_HCLASS_REBOOT);
     fm_health_add_text (&s, FM_HREC_TOPO, "0000:17:00.0", 0, "mlx5_0", "PIX", 0);
-    a = fm_health_render (&s, 0, NULL);
+    a = fm_health_json_render (&s, 0, NULL);
     assert_int_equal (json_array_size (a), 0);
     json_decref (a);
-    a = fm_health_render (&s, FM_HEALTH_RENDER_EXTENDED, NULL);
+    a = fm_health_json_render (&s, FM_HEALTH_RENDER_EXTENDED, NULL);
     assert_int_equal (json_array_size (a), 3);
     /* most severe first */
     o = json_array_get (a, 0);
@@ -325,7 +325,7 @@ static void test_render_cap (void **state)
         snprintf (dev, sizeof (dev), "eth%d", i);
         nic (&s, dev, i != 77, i == 42 ? 5 : 0, 0);
     }
-    a = fm_health_render (&s, 0, &dropped);
+    a = fm_health_json_render (&s, 0, &dropped);
     assert_int_equal (json_array_size (a), FM_API_MAX_HEALTH);
     assert_int_equal (dropped, 100 - FM_API_MAX_HEALTH);
     /* the two NICs with problems survive the cap, ahead of the rest */
@@ -338,7 +338,7 @@ static void test_render_cap (void **state)
         json_string_value (json_object_get (json_array_get (a, 2), "name")), "eth0");
     json_decref (a);
     fm_health_set_free (&s);
-    a = fm_health_render (NULL, 0, NULL);
+    a = fm_health_json_render (NULL, 0, NULL);
     assert_int_equal (json_array_size (a), 0);
     json_decref (a);
 }
@@ -372,7 +372,7 @@ static void test_render_object_caps (void **state)
     /* a port number fabricd refuses: no counters object for it */
     fm_health_add_counter (
         &s, FM_HREC_IB_PORT, "mlx5_9", 300, "hw:x_err", 5, 5, FM_HCLASS_WARN);
-    a = fm_health_render (&s, FM_HEALTH_RENDER_EXTENDED, NULL);
+    a = fm_health_json_render (&s, FM_HEALTH_RENDER_EXTENDED, NULL);
     assert_non_null (a);
     size_t i;
     int counters = 0, gpus = 0;

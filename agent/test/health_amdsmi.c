@@ -155,7 +155,7 @@ static void test_sample (void **state)
         r = get (&s, FM_HREC_GPU, GPU0, "xgmi_error_status");
         assert_int_equal (r->value, 2);
         assert_int_equal (r->cls, FM_HCLASS_WARN);
-        a = fm_health_render (&s, FM_HEALTH_RENDER_EXTENDED, NULL);
+        a = fm_health_json_render (&s, FM_HEALTH_RENDER_EXTENDED, NULL);
         o = json_array_get (a, 0);
         assert_string_equal (json_string_value (json_object_get (o, "vendor")), "amd");
         assert_string_equal (json_string_value (json_object_get (o, "class")), "fault");

@@ -171,7 +171,7 @@ static void test_ib_deltas (void **state)
                       FM_HCLASS_INFO);
     assert_int_equal (get (&s, "mlx5_0", 1, "state")->cls, FM_HCLASS_WARN);
 
-    a = fm_health_render (&s, 0, NULL);
+    a = fm_health_json_render (&s, 0, NULL);
     assert_int_equal (json_array_size (a), 1);
     o = json_array_get (a, 0);
     assert_string_equal (json_string_value (json_object_get (o, "type")), "ib_port");
@@ -183,7 +183,7 @@ static void test_ib_deltas (void **state)
     assert_int_equal (json_integer_value (json_object_get (o, "symbol_error")), 12);
     assert_int_equal (json_integer_value (json_object_get (o, "link_downed")), 1);
     json_decref (a);
-    a = fm_health_render (&s, FM_HEALTH_RENDER_EXTENDED, NULL);
+    a = fm_health_json_render (&s, FM_HEALTH_RENDER_EXTENDED, NULL);
     assert_int_equal (json_array_size (a), 2);
     o = json_object_get (json_array_get (a, 1), "counters");
     assert_int_equal (json_integer_value (json_object_get (o, "hw:out_of_buffer")), 17);
@@ -264,7 +264,7 @@ static void test_ib_errors (void **state)
     assert_int_equal (logged ("mlx5_9/ports"), 1);
     assert_int_equal (nlogs, 4);
     /* still a valid api.md object: unknown rate is 0, missing counters 0 */
-    a = fm_health_render (&s, 0, NULL);
+    a = fm_health_json_render (&s, 0, NULL);
     assert_int_equal (json_array_size (a), 1);
     assert_true (json_real_value (json_object_get (json_array_get (a, 0), "rate_gbps"))
                  == 0.0);
@@ -274,7 +274,7 @@ static void test_ib_errors (void **state)
     fm_health_set_clear (&s);
     assert_int_equal (fm_health_ib.sample (c, &s, &err), 0);
     assert_null (get (&s, "mlx5_0", 1, "state"));
-    a = fm_health_render (&s, 0, NULL);
+    a = fm_health_json_render (&s, 0, NULL);
     assert_int_equal (json_array_size (a), 0);
     json_decref (a);
     assert_int_equal (logged ("ports/1/state: unexpected content"), 1);

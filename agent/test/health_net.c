@@ -186,7 +186,7 @@ static void test_deltas (void **state)
     assert_int_equal (get (&s, "eth0", "link_up")->value, 0);
     assert_int_equal (get (&s, "ens1", "rx_errors")->delta, 0);
 
-    a = fm_health_render (&s, 0, NULL);
+    a = fm_health_json_render (&s, 0, NULL);
     assert_int_equal (json_array_size (a), 2);
     o = json_array_get (a, 0); /* eth0 has problems: first */
     assert_string_equal (json_string_value (json_object_get (o, "name")), "eth0");

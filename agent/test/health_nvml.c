@@ -214,7 +214,7 @@ static void test_sample (void **state)
     assert_int_equal (count_kind (&s, FM_HREC_XID), 3);
     assert_int_equal (logged (GPU1 ": ECC counts not supported"), 1);
 
-    json_t *a = fm_health_render (&s, FM_HEALTH_RENDER_EXTENDED, NULL);
+    json_t *a = fm_health_json_render (&s, FM_HEALTH_RENDER_EXTENDED, NULL);
     /* most severe first: the row remap failure (fault), then XID 79 (reboot) */
     json_t *o = json_array_get (a, 0);
     assert_string_equal (json_string_value (json_object_get (o, "type")), "gpu");
@@ -229,7 +229,7 @@ static void test_sample (void **state)
     assert_string_equal (json_string_value (json_object_get (o, "device")), GPU1);
     json_decref (a);
     /* api.md has no GPU types: nothing to send fabricd v1 */
-    a = fm_health_render (&s, 0, NULL);
+    a = fm_health_json_render (&s, 0, NULL);
     assert_int_equal (json_array_size (a), 0);
     json_decref (a);
 

@@ -74,7 +74,7 @@ static void test_fixture (void **state)
         assert_string_not_equal (s.rec[i].name, "eno1");
         assert_string_not_equal (s.rec[i].device, "0000:0b:00.0");
     }
-    a = fm_health_render (&s, FM_HEALTH_RENDER_EXTENDED, NULL);
+    a = fm_health_json_render (&s, FM_HEALTH_RENDER_EXTENDED, NULL);
     assert_int_equal (json_array_size (a), 7);
     assert_string_equal (
         json_string_value (json_object_get (json_array_get (a, 0), "type")), "gpu_nic");
