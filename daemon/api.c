@@ -378,6 +378,7 @@ static void metrics (fm_daemon_t *d, fm_response_t *resp)
                               d->store,
                               fm_time_real_ns () - 300 * FM_NSEC_PER_SEC,
                               d->start_real_ns,
+                              d->metrics_links,
                               &len,
                               &err);
     if (!text) {

@@ -27,6 +27,7 @@ typedef struct {
     int64_t retention_ns;
     int64_t window_ns;
     bool metrics_public;
+    size_t metrics_links; /* per-link series in /metrics: the worst this many */
     bool pages_public; /* serve / and /jobs/{id} without a credential */
     bool insecure;
 } fm_daemon_t;

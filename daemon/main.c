@@ -335,6 +335,7 @@ static void daemon_init (fm_daemon_t *d, const fm_conf_t *conf, bool insecure)
     d->retention_ns = fm_conf_duration (conf, "retention");
     d->window_ns = fm_conf_duration (conf, "report_window");
     d->metrics_public = fm_conf_bool (conf, "metrics_public");
+    d->metrics_links = (size_t)fm_conf_int (conf, "metrics_links");
     d->pages_public = fm_conf_bool (conf, "pages_public");
     d->insecure = insecure;
     if (!(d->checks = fm_checks_create (FM_CHECKS_RING, &err))) {

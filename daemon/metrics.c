@@ -419,13 +419,26 @@ static void render_nodes (FILE *fp, const fm_node_stat_t *nodes, size_t nnodes)
                  nodes[i].node,
                  nodes[i].sent > 0 ? (double)nodes[i].lost / nodes[i].sent : 0.0);
     }
+    fprintf (fp,
+             "# HELP fabricd_node_rtt_p99_max_seconds Largest p99 round-trip time over"
+             " the node's links.\n"
+             "# TYPE fabricd_node_rtt_p99_max_seconds gauge\n");
+    for (size_t i = 0; i < nnodes; i++) {
+        if (nodes[i].has_rtt) {
+            fprintf (fp,
+                     "fabricd_node_rtt_p99_max_seconds{node=\"%s\"} %.9f\n",
+                     nodes[i].node,
+                     nodes[i].rtt_p99_max_ns / 1e9);
+        }
+    }
 }
 
 /* One series per link direction and gauge. */
 static void render_links (FILE *fp, const fm_link_stat_t *links, size_t nlinks)
 {
     fprintf (fp,
-             "# HELP fabricd_link_loss_ratio Probe loss of one link direction.\n"
+             "# HELP fabricd_link_loss_ratio Probe loss of one link direction (the"
+             " metrics_links worst links).\n"
              "# TYPE fabricd_link_loss_ratio gauge\n");
     for (size_t i = 0; i < nlinks; i++) {
         fprintf (
@@ -437,7 +450,8 @@ static void render_links (FILE *fp, const fm_link_stat_t *links, size_t nlinks)
             links[i].sent > 0 ? (double)links[i].lost / links[i].sent : 0.0);
     }
     fprintf (fp,
-             "# HELP fabricd_link_rtt_p99_seconds Largest p99 round-trip time.\n"
+             "# HELP fabricd_link_rtt_p99_seconds Largest p99 round-trip time (the"
+             " metrics_links worst links).\n"
              "# TYPE fabricd_link_rtt_p99_seconds gauge\n");
     for (size_t i = 0; i < nlinks; i++) {
         if (links[i].has_rtt) {
@@ -451,7 +465,8 @@ static void render_links (FILE *fp, const fm_link_stat_t *links, size_t nlinks)
         }
     }
     fprintf (fp,
-             "# HELP fabricd_link_owd_p99_seconds Largest p99 one-way delay.\n"
+             "# HELP fabricd_link_owd_p99_seconds Largest p99 one-way delay (the"
+             " metrics_links worst links).\n"
              "# TYPE fabricd_link_owd_p99_seconds gauge\n");
     for (size_t i = 0; i < nlinks; i++) {
         if (links[i].has_owd) {
@@ -470,6 +485,7 @@ char *fm_metrics_render (fm_metrics_t *m,
                          fm_store_t *st,
                          int64_t since_ns,
                          int64_t start_real_ns,
+                         size_t max_links,
                          size_t *len,
                          fm_error_t *err)
 {
@@ -481,7 +497,8 @@ char *fm_metrics_render (fm_metrics_t *m,
     FILE *fp;
 
     if (fm_store_nodes (st, since_ns, &nodes, &nnodes, err) < 0
-        || fm_store_links (st, since_ns, 0, 0, &links, &nlinks, err) < 0) {
+        || (max_links > 0
+            && fm_store_links (st, since_ns, 0, max_links, &links, &nlinks, err) < 0)) {
         fm_store_nodes_free (nodes, nnodes);
         return NULL;
     }

@@ -59,12 +59,16 @@ typedef struct {
 void fm_metrics_ingest_counts (const fm_metrics_t *m, fm_ingest_counts_t *c);
 
 /* Render the exposition, with node and link gauges from windows ending at or
- * after since_ns. Returns a malloc'd text, *len its length; NULL/errno + err.
+ * after since_ns: a series per node and gauge, and per-link series for the
+ * max_links worst links only (by loss, then p99 RTT), so that the exposition
+ * grows with the nodes and not with the links. Returns a malloc'd text, *len
+ * its length; NULL/errno + err.
  */
 char *fm_metrics_render (fm_metrics_t *m,
                          fm_store_t *st,
                          int64_t since_ns,
                          int64_t start_real_ns,
+                         size_t max_links,
                          size_t *len,
                          fm_error_t *err);
 

@@ -49,6 +49,7 @@ static int setup (void **state)
     f->d.retention_ns = 86400 * FM_NSEC_PER_SEC;
     f->d.window_ns = 5 * FM_NSEC_PER_SEC;
     f->d.metrics_public = true;
+    f->d.metrics_links = 100;
     f->d.insecure = true;
     f->d.start_real_ns = fm_time_real_ns ();
     f->d.start_mono_ns = fm_time_mono_ns ();

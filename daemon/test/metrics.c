@@ -68,7 +68,8 @@ static char *render (fixture_t *f)
 {
     fm_error_t err;
     size_t len;
-    char *text = fm_metrics_render (f->m, f->st, 0, fm_time_real_ns (), &len, &err);
+    char *text =
+        fm_metrics_render (f->m, f->st, 0, fm_time_real_ns (), 100, &len, &err);
 
     assert_non_null (text);
     assert_int_equal (strlen (text), len);
@@ -229,12 +230,105 @@ static void test_probe_drops (void **state)
     }
     t = render (f);
     /* n1, n2 and the first MAX - 2 x's have their own series */
-    assert_non_null (
-        strstr (t, "fabricd_probe_drops_total{node=\"_other\",reason=\"foreign\"} 7\n"));
+    assert_non_null (strstr (
+        t, "fabricd_probe_drops_total{node=\"_other\",reason=\"foreign\"} 7\n"));
     snprintf (node, sizeof (node), "{node=\"x%d\"", FM_METRICS_DROP_NODES_MAX - 3);
     assert_non_null (strstr (t, node));
     snprintf (node, sizeof (node), "{node=\"x%d\"", FM_METRICS_DROP_NODES_MAX - 2);
     assert_null (strstr (t, node));
+    free (t);
+}
+
+/* Series count at the size of the sites this is for: a 16k-node job whose
+ * agents report 4 links each (65,536 link directions). The per-node series
+ * grow with the nodes; the per-link ones stop at max_links, the worst first.
+ */
+#define BIG_NODES 16384
+#define BIG_LINKS 4
+
+static size_t count_lines (const char *t, const char *prefix)
+{
+    size_t n = 0, len = strlen (prefix);
+
+    for (const char *p = t; p && *p; p = strchr (p, '\n'), p = p ? p + 1 : NULL) {
+        n += strncmp (p, prefix, len) == 0;
+    }
+    return n;
+}
+
+static void test_series_bounded (void **state)
+{
+    fixture_t *f = *state;
+    fm_job_t j = {.job_id = 9, .user_id = 1, .window_ns = 5000000000LL};
+    fm_link_rec_t links[BIG_LINKS];
+    char node[32], peers[BIG_LINKS][32];
+    fm_store_put_result_t res;
+    fm_error_t err;
+    size_t len, series = 0;
+    int64_t id;
+    bool created;
+    char *t;
+
+    j.created_ns = fm_time_real_ns ();
+    for (int i = 0; i < BIG_NODES; i++) {
+        fm_agent_t a = {.probe_addr = "127.0.0.1", .probe_port = 1};
+        snprintf (a.node, sizeof (a.node), "n%d", i);
+        assert_int_equal (fm_store_register (f->st, &j, &a, "[]", &id, &created, &err),
+                          0);
+    }
+    for (int i = 0; i < BIG_NODES; i++) {
+        fm_window_t w = {.seq = 0,
+                         .start_ns = j.created_ns - 5000000000LL,
+                         .end_ns = j.created_ns,
+                         .links = links,
+                         .nlinks = BIG_LINKS,
+                         .health_json = (char *)"[]"};
+        fm_report_t rep = {.job_id = 9,
+                           .node = node,
+                           .windows = &w,
+                           .nwindows = 1,
+                           .nrecords = BIG_LINKS};
+        snprintf (node, sizeof (node), "n%d", i);
+        for (int k = 0; k < BIG_LINKS; k++) {
+            snprintf (peers[k], sizeof (peers[k]), "n%d", (i + k + 1) % BIG_NODES);
+            links[k] = (fm_link_rec_t){
+                .peer = peers[k],
+                .dir = FM_DIR_OUT,
+                .rtt = {.present = true,
+                        .p50 = 10000,
+                        .p99 = 20000 + i,
+                        .max = 30000 + i},
+                .owd = {.present = true, .p50 = 5000, .p99 = 9000, .max = 9000},
+                .sent = 100,
+                .received = 100 - (i % 7 == 0 ? 1 : 0),
+                .lost = i % 7 == 0 ? 1 : 0,
+            };
+        }
+        assert_int_equal (fm_store_put_report (f->st, &rep, &res, &err), 0);
+    }
+    t = fm_metrics_render (f->m, f->st, 0, fm_time_real_ns (), 100, &len, &err);
+    assert_non_null (t);
+    assert_int_equal (count_lines (t, "fabricd_node_loss_ratio{"), BIG_NODES);
+    assert_int_equal (count_lines (t, "fabricd_node_rtt_p99_max_seconds{"), BIG_NODES);
+    assert_int_equal (count_lines (t, "fabricd_link_loss_ratio{"), 100);
+    assert_int_equal (count_lines (t, "fabricd_link_rtt_p99_seconds{"), 100);
+    assert_int_equal (count_lines (t, "fabricd_link_owd_p99_seconds{"), 100);
+    /* the worst first: every listed link is one that lost probes */
+    assert_null (strstr (t, "fabricd_link_loss_ratio{src=\"n1\","));
+    for (const char *p = t; *p; p = strchr (p, '\n') + 1) {
+        series += *p != '#';
+    }
+    /* 3 per node here (last seen, loss, p99 RTT; 5 with a clock estimate),
+     * 3 per listed link, and the handful of fabricd's own
+     */
+    print_message (
+        "16384 nodes, 65536 link directions: %zu series, %zu bytes\n", series, len);
+    assert_true (series <= 3 * (size_t)BIG_NODES + 3 * 100 + 64);
+    free (t);
+    t = fm_metrics_render (f->m, f->st, 0, fm_time_real_ns (), 0, &len, &err);
+    assert_non_null (t);
+    assert_int_equal (count_lines (t, "fabricd_link_loss_ratio{"), 0);
+    assert_non_null (strstr (t, "# TYPE fabricd_link_loss_ratio gauge\n"));
     free (t);
 }
 
@@ -247,6 +341,7 @@ int main (void)
         cmocka_unit_test_setup_teardown (test_actions_and_alarms, setup, teardown),
         cmocka_unit_test_setup_teardown (test_node_names, setup, teardown),
         cmocka_unit_test_setup_teardown (test_probe_drops, setup, teardown),
+        cmocka_unit_test_setup_teardown (test_series_bounded, setup, teardown),
     };
 
     return cmocka_run_group_tests (tests, NULL, NULL);

@@ -161,6 +161,7 @@ int LLVMFuzzerInitialize (int *argc, char ***argv)
     fx.d.retention_ns = 86400 * FM_NSEC_PER_SEC;
     fx.d.window_ns = 5 * FM_NSEC_PER_SEC;
     fx.d.metrics_public = false;
+    fx.d.metrics_links = 100;
     fx.d.start_real_ns = NOW_NS;
     fx.d.start_mono_ns = fm_time_mono_ns ();
     fx.trace = getenv ("FUZZ_TRACE") != NULL;
