@@ -210,7 +210,7 @@ char *fm_summary_format (json_t *summary, fm_error_t *err)
     json_t *links, *l;
     const char *mode;
     char *buf = NULL;
-    size_t len = 0, i;
+    size_t len = 0, i, nlinks, shown;
     FILE *fp;
 
     if (json_unpack (summary,
@@ -233,6 +233,10 @@ char *fm_summary_format (json_t *summary, fm_error_t *err)
         fm_errprintf (err, "out of memory");
         return NULL;
     }
+    /* fabricd lists the worst links and counts them all (nlinks) */
+    nlinks = json_is_integer (json_object_get (summary, "nlinks"))
+                 ? (size_t)json_integer_value (json_object_get (summary, "nlinks"))
+                 : json_array_size (links);
     mode = json_string_value (json_object_get (summary, "mode"));
     fprintf (fp,
              PFX "network summary of job %" JSON_INTEGER_FORMAT
@@ -244,7 +248,7 @@ char *fm_summary_format (json_t *summary, fm_error_t *err)
              mode ? " mode)" : "",
              windows,
              records,
-             json_array_size (links));
+             nlinks);
     if (json_array_size (links) > 0) {
         fprintf (fp,
                  PFX "%-28s %-12s %8s %6s %7s %9s %9s %9s %9s\n",
@@ -265,9 +269,6 @@ char *fm_summary_format (json_t *summary, fm_error_t *err)
         char link[64], r50[16], r99[16], o50[16], o99[16];
 
         if (i == FM_SUMMARY_MAX_LINKS) {
-            fprintf (fp,
-                     PFX "... %zu more links (fabricctl links --job)\n",
-                     json_array_size (links) - i);
             break;
         }
         if (json_unpack (l,
@@ -308,6 +309,12 @@ char *fm_summary_format (json_t *summary, fm_error_t *err)
                  r99,
                  o50,
                  o99);
+    }
+    shown = json_array_size (links) < FM_SUMMARY_MAX_LINKS ? json_array_size (links)
+                                                           : FM_SUMMARY_MAX_LINKS;
+    if (nlinks > shown) {
+        fprintf (
+            fp, PFX "... %zu more links (fabricctl links --job)\n", nlinks - shown);
     }
     if (print_health (fp, json_object_get (summary, "health")) < 0
         || print_actions (fp, json_object_get (summary, "actions")) < 0) {

@@ -54,17 +54,31 @@ json_t *fm_jobs_link_json (const fm_link_stat_t *l)
                       int_or_null (l->has_owd, l->owd_p99_ns));
 }
 
-static json_t *links_array (
-    fm_daemon_t *d, int64_t since_ns, int64_t job_id, size_t limit, fm_response_t *resp)
+/* The worst `limit` links (0: all) as JSON; *total (may be NULL): how many
+ * there are in all.
+ */
+static json_t *links_array (fm_daemon_t *d,
+                            int64_t since_ns,
+                            int64_t job_id,
+                            size_t limit,
+                            size_t *total,
+                            fm_response_t *resp)
 {
     fm_link_stat_t *links = NULL;
     fm_error_t err;
     size_t n = 0;
     json_t *a;
 
-    if (fm_store_links (d->store, since_ns, job_id, limit, &links, &n, &err) < 0) {
+    if (fm_store_links (d->store, since_ns, job_id, total ? 0 : limit, &links, &n, &err)
+        < 0) {
         fm_api_store_error (resp, errno, err.text);
         return NULL;
+    }
+    if (total) {
+        *total = n;
+        if (limit > 0 && n > limit) {
+            n = limit;
+        }
     }
     if (!(a = json_array ())) {
         goto nomem;
@@ -83,31 +97,44 @@ nomem:
     return NULL;
 }
 
-void fm_jobs_links (fm_daemon_t *d, const fm_request_t *req, fm_response_t *resp)
+/* Query `worst`: an integer within [1, 10000], else dflt. */
+static int
+worst_param (const fm_request_t *req, size_t dflt, size_t *limit, fm_response_t *resp)
 {
     const char *worst = req->query ? req->query (req->query_arg, "worst") : NULL;
+    long long v;
+    char *end;
+
+    *limit = dflt;
+    if (!worst) {
+        return 0;
+    }
+    errno = 0;
+    v = strtoll (worst, &end, 10);
+    if (errno != 0 || end == worst || *end != '\0' || v < 1 || v > 10000) {
+        fm_api_error (resp,
+                      400,
+                      "invalid_field",
+                      "worst",
+                      "worst: must be an integer within [1, 10000]");
+        return -1;
+    }
+    *limit = (size_t)v;
+    return 0;
+}
+
+void fm_jobs_links (fm_daemon_t *d, const fm_request_t *req, fm_response_t *resp)
+{
     int64_t now = fm_time_real_ns ();
     int64_t since;
-    long long limit = 0;
+    size_t limit;
     json_t *a;
 
-    if (fm_api_since (d, req, DEFAULT_SINCE_NS, now, &since, resp) < 0) {
+    if (fm_api_since (d, req, DEFAULT_SINCE_NS, now, &since, resp) < 0
+        || worst_param (req, 0, &limit, resp) < 0) {
         return;
     }
-    if (worst) {
-        char *end;
-        errno = 0;
-        limit = strtoll (worst, &end, 10);
-        if (errno != 0 || end == worst || *end != '\0' || limit < 1 || limit > 10000) {
-            fm_api_error (resp,
-                          400,
-                          "invalid_field",
-                          "worst",
-                          "worst: must be an integer within [1, 10000]");
-            return;
-        }
-    }
-    if (!(a = links_array (d, since, 0, (size_t)limit, resp))) {
+    if (!(a = links_array (d, since, 0, limit, NULL, resp))) {
         return;
     }
     fm_api_json (
@@ -327,17 +354,19 @@ void fm_jobs_summary (fm_daemon_t *d,
     fm_job_t job;
     fm_error_t err;
     int64_t since, windows, records;
+    size_t limit, nlinks;
     json_t *a, *acts, *health;
 
     if (job_access (d, id, job_id, &job, resp) < 0
-        || fm_api_since (d, req, -1, fm_time_real_ns (), &since, resp) < 0) {
+        || fm_api_since (d, req, -1, fm_time_real_ns (), &since, resp) < 0
+        || worst_param (req, FM_JOBS_SUMMARY_LINKS, &limit, resp) < 0) {
         return;
     }
     if (fm_store_job_counts (d->store, job_id, since, &windows, &records, &err) < 0) {
         fm_api_store_error (resp, errno, err.text);
         return;
     }
-    if (!(a = links_array (d, since, job_id, 0, resp))) {
+    if (!(a = links_array (d, since, job_id, limit, &nlinks, resp))) {
         return;
     }
     if (!(acts = fm_admin_job_actions (d, job_id, resp))) {
@@ -351,7 +380,7 @@ void fm_jobs_summary (fm_daemon_t *d,
     }
     fm_api_json (resp,
                  200,
-                 json_pack ("{s:I, s:s, s:I, s:I, s:I, s:o, s:o, s:o}",
+                 json_pack ("{s:I, s:s, s:I, s:I, s:I, s:I, s:o, s:o, s:o}",
                             "job_id",
                             (json_int_t)job_id,
                             "mode",
@@ -362,6 +391,8 @@ void fm_jobs_summary (fm_daemon_t *d,
                             (json_int_t)windows,
                             "records",
                             (json_int_t)records,
+                            "nlinks",
+                            (json_int_t)nlinks,
                             "links",
                             a,
                             "actions",

@@ -14,6 +14,12 @@ void fm_jobs_get (fm_daemon_t *d,
                   const fm_ident_t *id,
                   int64_t job_id,
                   fm_response_t *resp);
+/* The links GET /v1/jobs/{id}/summary lists, worst first, unless its query
+ * `worst` says otherwise; its `nlinks` counts them all. The answer grows with
+ * the job's nodes (health), never with its links.
+ */
+#define FM_JOBS_SUMMARY_LINKS 100
+
 void fm_jobs_summary (fm_daemon_t *d,
                       const fm_request_t *req,
                       const fm_ident_t *id,

@@ -135,7 +135,8 @@ static void test_window_drops (void **state)
     assert_int_equal (json_object_size (d), 3);
     assert_int_equal (json_integer_value (json_object_get (d, "bad_tag")), 12);
     assert_int_equal (json_integer_value (json_object_get (d, "unknown_sender")), 3);
-    assert_int_equal (json_integer_value (json_object_get (d, "foreign")), FM_API_COUNT_MAX);
+    assert_int_equal (json_integer_value (json_object_get (d, "foreign")),
+                      FM_API_COUNT_MAX);
     json_decref (w);
 }
 
@@ -210,6 +211,21 @@ static void test_summary_text (void **state)
     for (char *p = t; *p; p = strchr (p, '\n') + 1) {
         assert_int_equal (strncmp (p, "fabric-monitor: ", 16), 0);
     }
+    free (t);
+    json_decref (j);
+
+    /* fabricd lists the worst links and counts them all */
+    j = json_loads (
+        "{\"job_id\": 42, \"windows\": 24, \"records\": 288, \"nlinks\": 250,"
+        " \"links\": [{\"src\": \"fmn1\", \"dst\": \"fmn3\", \"reporter\": \"fmn3\","
+        " \"sent\": 300, \"lost\": 15, \"loss_ratio\": 0.05, \"rtt_p50_ns\": null,"
+        " \"rtt_p99_ns\": null, \"owd_p50_ns\": null, \"owd_p99_ns\": null}]}",
+        0,
+        &jerr);
+    assert_non_null (j);
+    assert_non_null ((t = fm_summary_format (j, &err)));
+    assert_non_null (strstr (t, "288 link records, 250 links\n"));
+    assert_non_null (strstr (t, "fabric-monitor: ... 249 more links"));
     free (t);
     json_decref (j);
 

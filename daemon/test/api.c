@@ -334,9 +334,23 @@ static void test_reads (void **state)
                           json_array_get (json_object_get (o, "nodes"), 0), "windows")),
                       2);
     json_decref (o);
+    f->worst = NULL;
     assert_int_equal (call (f, "GET", "/v1/jobs/12/summary", NULL, &owner, &o), 200);
     assert_int_equal (json_integer_value (json_object_get (o, "records")), 2);
+    /* the worst links, and how many there are in all */
+    size_t nall = json_array_size (json_object_get (o, "links"));
+    assert_true (nall >= 1);
+    assert_int_equal (json_integer_value (json_object_get (o, "nlinks")), nall);
     json_decref (o);
+    f->worst = "1";
+    assert_int_equal (call (f, "GET", "/v1/jobs/12/summary", NULL, &owner, &o), 200);
+    assert_int_equal (json_array_size (json_object_get (o, "links")), 1);
+    assert_int_equal (json_integer_value (json_object_get (o, "nlinks")), nall);
+    json_decref (o);
+    f->worst = "10001";
+    assert_int_equal (call (f, "GET", "/v1/jobs/12/summary", NULL, &owner, &o), 400);
+    json_decref (o);
+    f->worst = NULL;
     assert_int_equal (call (f, "GET", "/v1/status", NULL, NULL, &o), 200);
     assert_int_equal (json_integer_value (
                           json_object_get (json_object_get (o, "ingest"), "rejected")),

@@ -7,7 +7,7 @@ fm_setup
 fm_munged_start || exit 1
 FD_CONF_EXTRA='max_body = 64k'
 fm_fabricd_start || exit 1
-plan 88
+plan 89
 
 J=77
 NOBODY=$(id -u nobody)
@@ -188,6 +188,9 @@ is "$(echo "$out" | fm_body | jq -c '[.job_id, .user_id, (.agents|map(.last_seq)
 out=$(fm_get /v1/jobs/$J/summary)
 is "$(echo "$out" | fm_body | jq -c '[.mode, .windows, .records, (.links|length)]')" \
     '["observe",4,8,4]' "GET /v1/jobs/ID/summary"
+out=$(fm_get "/v1/jobs/$J/summary?worst=2")
+is "$(echo "$out" | fm_body | jq -c '[(.links|length), .nlinks, (.links|map(.loss_ratio)|.[0] >= .[1])]')" \
+    '[2,4,true]' "GET /v1/jobs/ID/summary?worst=2: the 2 worst links of 4, worst first"
 m=$(curl -s "$FD_URL/metrics")
 echo "$m" | grep -q '^fabricd_link_loss_ratio{src="n1",dst="n2",reporter="n1"} 0.033333$'
 ok $? "/metrics: per-link loss gauge"
