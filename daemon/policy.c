@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "policy.h"
+#include "grow.h"
 #include "strlist.h"
 
 #define HOUR_NS (3600LL * 1000000000LL)
@@ -134,25 +135,6 @@ void fm_policy_output_free (fm_policy_output_t *out)
     }
 }
 
-static int grow (void **v, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap) {
-        return 0;
-    }
-    size_t c = *cap ? *cap * 2 : 16;
-    while (c < need) {
-        c *= 2;
-    }
-    void *n = realloc (*v, c * size);
-    if (!n) {
-        errno = ENOMEM;
-        return -1;
-    }
-    *v = n;
-    *cap = c;
-    return 0;
-}
-
 /* Linear: the memory holds only nodes we acted on, a handful. */
 static nmem_t *mem_find (fm_policy_t *pol, const char *name)
 {
@@ -171,8 +153,7 @@ static nmem_t *mem_get (fm_policy_t *pol, const char *name)
     if (m) {
         return m;
     }
-    if (grow ((void **)&pol->mem, &pol->mem_cap, pol->nmem + 1, sizeof (*pol->mem))
-        < 0) {
+    if (fm_grow (&pol->mem, &pol->mem_cap, pol->nmem + 1, sizeof (*pol->mem), 16) < 0) {
         return NULL;
     }
     char *copy = strdup (name);
@@ -205,10 +186,11 @@ static fm_action_t *act_add (fm_policy_t *pol,
                              fm_action_kind_t kind,
                              const char *node)
 {
-    if (grow ((void **)&out->actions,
-              &out->actions_cap,
-              out->nactions + 1,
-              sizeof (*out->actions))
+    if (fm_grow (&out->actions,
+                 &out->actions_cap,
+                 out->nactions + 1,
+                 sizeof (*out->actions),
+                 16)
         < 0) {
         return NULL;
     }
@@ -227,10 +209,8 @@ alarm_add (fm_policy_output_t *out, const char *element, const char *fmt, ...)
 {
     va_list ap;
 
-    if (grow ((void **)&out->alarms,
-              &out->alarms_cap,
-              out->nalarms + 1,
-              sizeof (*out->alarms))
+    if (fm_grow (
+            &out->alarms, &out->alarms_cap, out->nalarms + 1, sizeof (*out->alarms), 16)
         < 0) {
         return -1;
     }
@@ -300,10 +280,8 @@ static int protect_start (fm_policy_t *pol,
             || prot_find (pol, job->job_id)) {
             continue;
         }
-        if (grow ((void **)&pol->prot,
-                  &pol->prot_cap,
-                  pol->nprot + 1,
-                  sizeof (*pol->prot))
+        if (fm_grow (
+                &pol->prot, &pol->prot_cap, pol->nprot + 1, sizeof (*pol->prot), 16)
             < 0) {
             return -1;
         }
@@ -589,10 +567,11 @@ static int node_failed (fm_policy_t *pol,
         }
         fm_action_t *a = act_add (pol, out, FM_ACT_DRAIN, n->name);
         if (!a || !(m = mem_get (pol, n->name))
-            || grow ((void **)&pol->drains,
-                     &pol->drains_cap,
-                     pol->ndrains + 1,
-                     sizeof (*pol->drains))
+            || fm_grow (&pol->drains,
+                        &pol->drains_cap,
+                        pol->ndrains + 1,
+                        sizeof (*pol->drains),
+                        16)
                    < 0) {
             return -1;
         }

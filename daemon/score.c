@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "score.h"
 
 /* Which delay signal a link's baseline was learned from: a change of signal
@@ -404,24 +405,6 @@ static void baseline_update (fm_score_t *s, flow_t *f, double x, double z, bool 
     f->var = (1 - a) * f->var + a * d * d;
 }
 
-static int ensure (void **v, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap) {
-        return 0;
-    }
-    size_t c = *cap ? *cap : 64;
-    while (c < need) {
-        c *= 2;
-    }
-    void *n = realloc (*v, c * size);
-    if (!n) {
-        return -1;
-    }
-    *v = n;
-    *cap = c;
-    return 0;
-}
-
 static implic_t *implic_get (fm_score_t *s, fm_elem_kind_t kind, int id)
 {
     for (size_t i = 0; i < s->nimp; i++) {
@@ -429,7 +412,7 @@ static implic_t *implic_get (fm_score_t *s, fm_elem_kind_t kind, int id)
             return &s->imp[i];
         }
     }
-    if (ensure ((void **)&s->imp, &s->imp_cap, s->nimp + 1, sizeof (*s->imp)) < 0) {
+    if (fm_grow (&s->imp, &s->imp_cap, s->nimp + 1, sizeof (*s->imp), 64) < 0) {
         return NULL;
     }
     implic_t *m = &s->imp[s->nimp++];
@@ -491,8 +474,7 @@ static fm_elem_status_t *elem_get (fm_score_t *s, fm_elem_kind_t kind, int id)
             }
         }
     }
-    if (ensure ((void **)&s->elems, &s->elems_cap, s->nelems + 1, sizeof (*s->elems))
-        < 0) {
+    if (fm_grow (&s->elems, &s->elems_cap, s->nelems + 1, sizeof (*s->elems), 64) < 0) {
         return NULL;
     }
     fm_elem_status_t *e = &s->elems[s->nelems];
@@ -852,7 +834,7 @@ int fm_score_close_window (fm_score_t *s, int64_t end_ns)
         errno = EINVAL;
         return -1;
     }
-    if (ensure ((void **)&s->ev, &s->ev_cap, s->nopen + 1, sizeof (*s->ev)) < 0) {
+    if (fm_grow (&s->ev, &s->ev_cap, s->nopen + 1, sizeof (*s->ev), 64) < 0) {
         errno = ENOMEM;
         return -1;
     }

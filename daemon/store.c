@@ -173,26 +173,6 @@ int fm_store_clock_series (fm_store_t *st,
     return st->ops->clock_series (st, job_id, buckets, max_points, pts, n, err);
 }
 
-int fm_store_grow (void *v, size_t *alloc, size_t count, size_t size, size_t first)
-{
-    void *old, *nv;
-    size_t nalloc;
-
-    if (count < *alloc) {
-        return 0;
-    }
-    nalloc = *alloc ? *alloc * 2 : first;
-    /* v points at a pointer of any object type: read and written as bytes */
-    memcpy (&old, v, sizeof (old));
-    if (!(nv = realloc (old, nalloc * size))) {
-        errno = ENOMEM;
-        return -1;
-    }
-    memcpy (v, &nv, sizeof (nv));
-    *alloc = nalloc;
-    return 0;
-}
-
 const char *fm_store_backend (const fm_store_t *st)
 {
     return st->ops->name;

@@ -87,10 +87,4 @@ fm_store_t *fm_store_sqlite_open_version (const char *path,
                                           int version,
                                           fm_error_t *err);
 
-/* Make room for one more element in *v (v: the address of a pointer to an array of
- * `size`-byte elements with room for *alloc, count used): doubled, `first` at the
- * start. 0, or -1/ENOMEM with *v as it was.
- */
-int fm_store_grow (void *v, size_t *alloc, size_t count, size_t size, size_t first);
-
 #endif /* FM_STORE_PRIVATE_H */

@@ -10,6 +10,7 @@
 
 #include <sqlite3.h>
 
+#include "grow.h"
 #include "store_sqlite_private.h"
 
 static void column_copy (sqlite3_stmt *q, int col, char *buf, size_t len)
@@ -57,7 +58,7 @@ static int rows_read (sqlite_store_t *s,
 
     while ((rc = sqlite3_step (q)) == SQLITE_ROW) {
         char *elem;
-        if (fm_store_grow (&v, &alloc, count, r->size, r->first) < 0) {
+        if (fm_grow (&v, &alloc, count + 1, r->size, r->first) < 0) {
             goto nomem;
         }
         elem = (char *)v + count * r->size;
@@ -357,7 +358,7 @@ int fm_store_sqlite_query_clock_series (fm_store_t *st,
     sqlite3_bind_int64 (q, 4, (int64_t)max_points);
     while ((rc = sqlite3_step (q)) == SQLITE_ROW) {
         const unsigned char *name = sqlite3_column_text (q, 0);
-        if (fm_store_grow (&v, &alloc, count, sizeof (*v), 64) < 0) {
+        if (fm_grow (&v, &alloc, count + 1, sizeof (*v), 64) < 0) {
             free (v);
             sqlite3_finalize (q);
             return fm_errprintf (err, "out of memory");
