@@ -20,6 +20,8 @@
 
 #include "error.h"
 #include "localize.h"
+#include "plan.h"
+#include "probing.h"
 #include "policy.h"
 #include "scenario.h"
 #include "score.h"
@@ -459,10 +461,23 @@ int main (int argc, char **argv)
     fault_rt_t *faults = calloc (sc.nfaults + 1, sizeof (*faults));
     fault_rt_t **active = calloc (sc.nfaults + 1, sizeof (*active));
     int n = sc.nodes;
-    int k = sc.peers < n - 1 ? sc.peers : n - 1;
-    int *peer = malloc ((size_t)n * (size_t)k * sizeof (int));
-    int *via = malloc ((size_t)n * (size_t)k * sizeof (int));
-    float *base = malloc ((size_t)n * (size_t)k * sizeof (float));
+    fm_plan_params_t plp;
+    fm_plan_t *plan = NULL;
+    fm_plan_params_default (&plp);
+    plp.peers = (unsigned)sc.peers;
+    plp.seed = sc.seed;
+    int k = n - 1 <= (int)plp.all_pairs_max ? n - 1 : sc.peers;
+    fm_sim_probing_t pr = {
+        .n = n, .k = k, .cover_min = -1, .spine_min = -1, .plan_cover_min = -1};
+    pr.ntarg = malloc ((size_t)n * sizeof (int));
+    pr.peer = malloc ((size_t)n * (size_t)k * sizeof (int));
+    pr.via = malloc ((size_t)n * (size_t)k * sizeof (int));
+    pr.base = malloc ((size_t)n * (size_t)k * sizeof (float));
+    int *peer = pr.peer, *via = pr.via;
+    float *base = pr.base;
+    int *last_up = NULL, *last_sp = NULL;
+    double *up_cnt = NULL, *sp_cnt = NULL, *close_s = NULL;
+    const char **names = NULL;
     int *leaf = malloc ((size_t)n * sizeof (int));
     snode_t *sn = calloc ((size_t)n, sizeof (*sn));
     ekey_t *prev = NULL, *cur = NULL;
@@ -519,26 +534,28 @@ int main (int argc, char **argv)
         leaf[i] = fm_topo_node_leaf (topo, i);
         sn[i].weight = 1;
     }
-    for (int s = 0; s < n; s++) {
-        for (int j = 0; j < k; j++) {
-            int d;
-            bool dup;
-            do {
-                d = (int)(rng_next (&rng) % (uint64_t)n);
-                dup = d == s;
-                for (int q = 0; q < j && !dup; q++) {
-                    dup = peer[s * k + q] == d;
-                }
-            } while (dup);
-            size_t fi = (size_t)s * (size_t)k + (size_t)j;
-            peer[fi] = d;
-            bool cross = sc.leafspine && leaf[s] != leaf[d];
-            uint64_t h = ((uint64_t)s << 32 | (uint32_t)d) ^ sc.seed;
-            via[fi] = cross ? (int)(splitmix (&h) % (uint64_t)sc.spines) : -1;
-            double b = sc.base_owd_us * 1000.0 * (cross ? 1.5 : 1.0);
-            base[fi] = (float)(b + rng_uniform (&rng) * 0.05 * b);
-        }
+    /* the real probe plan, as fabricd hands it to the agents */
+    size_t nu = fm_topo_nuplinks (topo), nsp = fm_topo_nspines (topo);
+    names = malloc ((size_t)n * sizeof (*names));
+    last_up = malloc ((nu + 1) * sizeof (int));
+    last_sp = malloc ((nsp + 1) * sizeof (int));
+    up_cnt = malloc ((nu + 1) * sizeof (double));
+    sp_cnt = malloc ((nsp + 1) * sizeof (double));
+    if (!names || !last_up || !last_sp || !up_cnt || !sp_cnt || !pr.ntarg) {
+        fprintf (stderr, "fabric-sim: out of memory\n");
+        goto done;
     }
+    for (int i = 0; i < n; i++) {
+        names[i] = fm_topo_node_name (topo, i);
+    }
+    if (!(plan = fm_plan_create (topo, names, (size_t)n, &plp, &err))) {
+        fprintf (stderr, "fabric-sim: plan: %s\n", err.text);
+        goto done;
+    }
+    if (fm_plan_check (plan, &err) < 0) {
+        fprintf (stderr, "fabric-sim: plan: %s\n", err.text);
+    }
+    fm_sim_probing_apply (&pr, plan, topo, &sc, leaf, last_up, last_sp, up_cnt, sp_cnt);
 
     eval_t ev = {.sc = &sc,
                  .topo = topo,
@@ -550,12 +567,26 @@ int main (int argc, char **argv)
     double p0n_noise = pow (1.0 - sc.loss, probes);
     long nwin = (long)floor (sc.duration_s / sc.window_s + 1e-9);
     double jitter_ns = sc.jitter_us * 1000.0;
+    double epoch_s = (double)FM_PLAN_EPOCH_DEFAULT_NS / NS;
+    if (!(close_s = calloc ((size_t)nwin + 1, sizeof (double)))) {
+        fprintf (stderr, "fabric-sim: out of memory\n");
+        goto done;
+    }
 
     for (long w = 0; w < nwin; w++) {
         double t0 = w * sc.window_s, t1 = t0 + sc.window_s;
         int64_t s_ns = (int64_t)llround (t0 * NS), e_ns = (int64_t)llround (t1 * NS);
         size_t nact = 0;
 
+        uint64_t epoch = (uint64_t)floor (t0 / epoch_s + 1e-9);
+        if (epoch != fm_plan_epoch (plan)) {
+            if (fm_plan_set_epoch (plan, epoch) < 0) {
+                fprintf (stderr, "fabric-sim: plan: %s\n", strerror (errno));
+                goto done;
+            }
+            fm_sim_probing_apply (
+                &pr, plan, topo, &sc, leaf, last_up, last_sp, up_cnt, sp_cnt);
+        }
         for (size_t i = 0; i < sc.nfaults; i++) {
             faults[i].frac = active_frac (faults[i].f, t0, t1, &faults[i].transitions);
             if (faults[i].frac > 0 || faults[i].transitions > 0) {
@@ -563,7 +594,7 @@ int main (int argc, char **argv)
             }
         }
         for (int s = 0; s < n; s++) {
-            for (int j = 0; j < k; j++) {
+            for (int j = 0; j < pr.ntarg[s]; j++) {
                 size_t fi = (size_t)s * (size_t)k + (size_t)j;
                 int d = peer[fi], v = via[fi];
                 double ploss = sc.loss, down = 0, delay = 0, delay99 = 0, rdelay = 0;
@@ -658,10 +689,14 @@ int main (int argc, char **argv)
                 goto done;
             }
         }
+        struct timespec c0, c1;
+        clock_gettime (CLOCK_MONOTONIC, &c0);
         if (fm_score_close_window (score, e_ns) < 0) {
             fprintf (stderr, "fabric-sim: close_window: %s\n", strerror (errno));
             goto done;
         }
+        clock_gettime (CLOCK_MONOTONIC, &c1);
+        close_s[w] = (double)(c1.tv_sec - c0.tv_sec) + (c1.tv_nsec - c0.tv_nsec) / NS;
 
         /* detections: elements newly degraded or failed */
         size_t ne = fm_score_nelems (score);
@@ -926,6 +961,26 @@ int main (int argc, char **argv)
              ev.correct_dets,
              ev.fps,
              drains);
+    qsort (close_s, (size_t)nwin, sizeof (double), cmp_double);
+    fprintf (stderr,
+             "fabric-sim: plan: %zu epochs of %.0f s, every pair within %llu epochs; "
+             "least independent probers per window: uplink %.1f, spine %.1f "
+             "(ECMP by hash; plan's count %.1f); probes/s per node %.1f sent, "
+             "busiest node %.1f sent+answered (at %.3g/s per peer); "
+             "%.0f link records/s into fabricd; scoring %.1f ms per window "
+             "(median; max %.1f)\n",
+             pr.epochs,
+             epoch_s,
+             (unsigned long long)fm_plan_cycle (plan),
+             pr.cover_min,
+             pr.spine_min,
+             pr.plan_cover_min,
+             pr.sent_mean,
+             pr.busiest,
+             sc.rate_hz,
+             (double)records / (nwin * sc.window_s),
+             nwin > 0 ? close_s[nwin / 2] * 1e3 : 0,
+             nwin > 0 ? close_s[nwin - 1] * 1e3 : 0);
     printf ("precision=%.4f recall=%.4f median_detect_s=%.1f false_drains=%d\n",
             precision,
             recall,
@@ -955,6 +1010,14 @@ done:
     free (base);
     free (via);
     free (peer);
+    free (pr.ntarg);
+    free (names);
+    free (last_up);
+    free (last_sp);
+    free (up_cnt);
+    free (sp_cnt);
+    free (close_s);
+    fm_plan_destroy (plan);
     free (active);
     free (faults);
     fm_topo_destroy (topo);

@@ -53,8 +53,7 @@ void fm_sim_probing_apply (fm_sim_probing_t *pr,
             double b = sc->base_owd_us * 1000.0 * (cross ? 1.5 : 1.0);
             pr->peer[fi] = d;
             pr->via[fi] = v;
-            pr->base[fi] =
-                (float)(b + (double)(mix (&h) >> 11) / 0x1p53 * 0.05 * b);
+            pr->base[fi] = (float)(b + (double)(mix (&h) >> 11) / 0x1p53 * 0.05 * b);
             if (v >= 0) {
                 int ids[2] = {fm_topo_uplink_find (topo, leaf[s], v),
                               fm_topo_uplink_find (topo, leaf[d], v)};
@@ -97,4 +96,3 @@ void fm_sim_probing_apply (fm_sim_probing_t *pr,
     pr->busiest = busiest > pr->busiest ? busiest : pr->busiest;
     pr->epochs++;
 }
-

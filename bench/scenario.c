@@ -337,7 +337,7 @@ int fm_scenario_parse (const char *text, fm_scenario_t *sc, fm_error_t *err)
         o = json_object ();
         json_object_set_new (root, "probing", o);
     }
-    if (get_int (o, "peers", "probing", 10, 1, 1024, &s.peers, err) < 0
+    if (get_int (o, "peers", "probing", 10, 3, 64, &s.peers, err) < 0
         || get_num (o, "rate_hz", "probing", 10, 0.01, 10000, &s.rate_hz, err) < 0
         || get_num (o, "window_s", "probing", 5, 0.1, 3600, &s.window_s, err) < 0) {
         goto fail;
