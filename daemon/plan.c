@@ -622,6 +622,12 @@ fill (const fm_plan_t *pl, unsigned peers, uint64_t e, uint32_t i, uint32_t *v)
     for (size_t j = 0; j < rot; j++) {
         add_target (v, &k, i, pl->order[(pl->pos_of[i] + o[j]) % pl->n]);
     }
+    /* slots that met a node already listed: the circulant's next offsets,
+     * each another bijection (at most `peers` more probers anywhere) */
+    for (size_t j = rot; k < peers && j < rot + peers && j < pl->n - 1; j++) {
+        uint32_t x = pl->offsets[(e * rot + j) % (pl->n - 1)];
+        add_target (v, &k, i, pl->order[(pl->pos_of[i] + x) % pl->n]);
+    }
     return k;
 }
 
