@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "fm/api.h"
 #include "registration.h"
 #include "report.h"
 
@@ -41,6 +42,8 @@ typedef struct {
     int64_t created_ns;
     fm_job_mode_t mode; /* fixed by the job's first registration */
     unsigned char probe_key[32];
+    /* the job's node list (a hostlist) as its agents gave it; "" unknown */
+    char nodes[FM_API_JOB_NODES_MAX + 1];
 } fm_job_t;
 
 typedef struct {
@@ -55,7 +58,8 @@ typedef struct {
 } fm_agent_t;
 
 /* Register (job, node). A new job takes job->user_id, expected, window_ns,
- * created_ns, mode and probe_key from *job; an existing one keeps its own and *job is
+ * created_ns, mode, probe_key and nodes from *job (expected and nodes also
+ * when they differ: a requeued job); an existing one keeps the rest and *job is
  * overwritten with the stored values. The agent row is created or updated.
  * *created says whether (job, node) was new. EEXIST + err when the job exists
  * with another user_id.

@@ -46,6 +46,8 @@ static const char *const migrations[] = {
     " result TEXT NOT NULL, dry_run INTEGER NOT NULL);"
     "CREATE INDEX actions_at ON actions (at_ns);"
     "CREATE INDEX actions_job ON actions (job_id, at_ns);",
+    /* 5: the job's node list, for its probe plan (doc/plan.md) */
+    "ALTER TABLE jobs ADD COLUMN nodes TEXT NOT NULL DEFAULT '';",
 };
 #define NMIGRATIONS ((int)(sizeof (migrations) / sizeof (migrations[0])))
 
@@ -55,12 +57,11 @@ static const char *const sql[S_COUNT] = {
     [S_ROLLBACK] = "ROLLBACK",
     [S_NODE_INS] = "INSERT OR IGNORE INTO nodes (name) VALUES (?1)",
     [S_NODE_SEL] = "SELECT id FROM nodes WHERE name = ?1",
-    [S_JOB_SEL] = "SELECT user_id, expected, window_ns, created_ns, probe_key, mode"
-                  " FROM jobs WHERE job_id = ?1",
+    [S_JOB_SEL] = "SELECT user_id, expected, window_ns, created_ns, probe_key, mode,"
+                  " nodes FROM jobs WHERE job_id = ?1",
     [S_JOB_INS] = "INSERT INTO jobs (job_id, user_id, expected, window_ns, created_ns,"
-                  " probe_key, mode) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-    [S_JOB_EXPECTED] =
-        "UPDATE jobs SET expected = ?2 WHERE job_id = ?1 AND expected = 0",
+                  " probe_key, mode, nodes) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    [S_JOB_EXPECTED] = "UPDATE jobs SET expected = ?2, nodes = ?3 WHERE job_id = ?1",
     [S_AGENT_SEL] = "SELECT agent_id FROM agents WHERE job_id = ?1 AND node_id = ?2",
     [S_AGENT_INS] = "INSERT INTO agents (job_id, node_id, probe_addr, probe_port, nics,"
                     " registered_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -285,6 +286,11 @@ static int job_get (fm_store_t *st, int64_t job_id, fm_job_t *job, fm_error_t *e
     memcpy (job->probe_key, sqlite3_column_blob (q, 4), sizeof (job->probe_key));
     job->mode =
         sqlite3_column_int (q, 5) == FM_JOB_PROTECT ? FM_JOB_PROTECT : FM_JOB_OBSERVE;
+    snprintf (job->nodes,
+              sizeof (job->nodes),
+              "%s",
+              sqlite3_column_text (q, 6) ? (const char *)sqlite3_column_text (q, 6)
+                                         : "");
     sqlite3_reset (q);
     return 0;
 }
@@ -317,15 +323,18 @@ static int reg (fm_store_t *st,
                           (long long)job->user_id);
             goto error;
         }
-        if (cur.expected == 0 && job->expected > 0) {
+        /* the newest node list: a requeued job keeps its id, not its nodes */
+        if (job->expected > 0 && strcmp (cur.nodes, job->nodes) != 0) {
             q = fm_store_sqlite_stmt (s, S_JOB_EXPECTED);
             sqlite3_bind_int64 (q, 1, job->job_id);
             sqlite3_bind_int64 (q, 2, job->expected);
+            sqlite3_bind_text (q, 3, job->nodes, -1, SQLITE_STATIC);
             if (sqlite3_step (q) != SQLITE_DONE) {
                 fm_store_sqlite_dberr (s, err, "update job");
                 goto error;
             }
             cur.expected = job->expected;
+            memcpy (cur.nodes, job->nodes, sizeof (cur.nodes));
         }
     } else if (errno == ENOENT) {
         q = fm_store_sqlite_stmt (s, S_JOB_INS);
@@ -337,6 +346,7 @@ static int reg (fm_store_t *st,
         sqlite3_bind_blob (
             q, 6, job->probe_key, sizeof (job->probe_key), SQLITE_STATIC);
         sqlite3_bind_int (q, 7, (int)job->mode);
+        sqlite3_bind_text (q, 8, job->nodes, -1, SQLITE_STATIC);
         if (sqlite3_step (q) != SQLITE_DONE) {
             fm_store_sqlite_dberr (s, err, "insert job");
             goto error;

@@ -141,7 +141,7 @@ static void test_register (void **state)
 
     assert_non_null (st);
     assert_string_equal (fm_store_backend (st), "sqlite");
-    assert_int_equal (fm_store_schema_version (st), 4);
+    assert_int_equal (fm_store_schema_version (st), 5);
     reg (st, 1, 77, "n1", true);
     reg (st, 1, 77, "n2", true);
     reg (st, 1, 77, "n1", false);
@@ -164,6 +164,24 @@ static void test_register (void **state)
     assert_int_equal (j.mode, FM_JOB_PROTECT);
     assert_int_equal (fm_store_job_get (st, 4, &j, &err), 0);
     assert_int_equal (j.mode, FM_JOB_PROTECT);
+    /* the node list: the newest (a requeued job runs on other nodes) */
+    j = (fm_job_t){.job_id = 5, .user_id = 77, .created_ns = T0};
+    assert_int_equal (fm_store_register (st, &j, &a, "[]", &id, &created, &err), 0);
+    assert_int_equal (fm_store_job_get (st, 5, &j, &err), 0);
+    assert_string_equal (j.nodes, "");
+    j.expected = 2;
+    snprintf (j.nodes, sizeof (j.nodes), "x,y");
+    assert_int_equal (fm_store_register (st, &j, &a, "[]", &id, &created, &err), 0);
+    j.expected = 3;
+    snprintf (j.nodes, sizeof (j.nodes), "x,y,z");
+    assert_int_equal (fm_store_register (st, &j, &a, "[]", &id, &created, &err), 0);
+    assert_string_equal (j.nodes, "x,y,z");
+    j.expected = 0; /* an agent without job_nodes changes nothing */
+    j.nodes[0] = '\0';
+    assert_int_equal (fm_store_register (st, &j, &a, "[]", &id, &created, &err), 0);
+    assert_int_equal (fm_store_job_get (st, 5, &j, &err), 0);
+    assert_string_equal (j.nodes, "x,y,z");
+    assert_int_equal (j.expected, 3);
     assert_int_equal (fm_store_agents (st, 1, &agents, &n, &err), 0);
     assert_int_equal (n, 3);
     assert_string_equal (agents[0].node, "n1");
@@ -435,12 +453,13 @@ static void test_migrations (void **state)
 
     assert_non_null (st =
                          fm_store_open ("sqlite", f->path, FM_STORE_SYNC_NORMAL, &err));
-    assert_int_equal (fm_store_schema_version (st), 4);
+    assert_int_equal (fm_store_schema_version (st), 5);
     assert_int_equal (fm_store_counts (st, &c, &err), 0);
     assert_int_equal (c.windows, 2);
     /* what schema 1 did not know reads as the defaults */
     assert_int_equal (fm_store_job_get (st, 3, &j, &err), 0);
     assert_int_equal (j.mode, FM_JOB_OBSERVE);
+    assert_string_equal (j.nodes, "");
     assert_int_equal (fm_store_agents (st, 3, &agents, &n, &err), 0);
     assert_int_equal (n, 1);
     assert_false (agents[0].final);
@@ -450,7 +469,7 @@ static void test_migrations (void **state)
     assert_int_equal (fm_store_put_report (st, &r.rep, &res, &err), 0);
     assert_int_equal (res.duplicates, 2);
     fm_store_close (st);
-    assert_int_equal (user_version (f->path), 4);
+    assert_int_equal (user_version (f->path), 5);
 
     /* A newer schema is not touched. */
     assert_int_equal (sqlite3_open (f->path, &db), SQLITE_OK);
