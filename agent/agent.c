@@ -58,32 +58,12 @@ double fm_agent_default_rate (size_t ntargets)
     return ntargets && share < FM_AGENT_RATE_DEFAULT ? share : FM_AGENT_RATE_DEFAULT;
 }
 
-size_t fm_agent_pick_targets (size_t n, uint16_t self, unsigned k, uint16_t *out)
+size_t fm_agent_target_count (size_t n, unsigned k)
 {
-    size_t m = 0;
-
-    if (n - 1 <= FM_AGENT_ALL_PEERS_MAX || k >= n - 1) {
-        for (size_t i = 0; i < n; i++) {
-            if (i != self) {
-                out[m++] = (uint16_t)i;
-            }
-        }
-        return m;
+    if (n == 0) {
+        return 0;
     }
-    if (self != 0) {
-        out[m++] = 0;
-    }
-    while (m < k) {
-        uint16_t c = (uint16_t)randombytes_uniform ((uint32_t)n);
-        bool dup = c == self;
-        for (size_t i = 0; i < m && !dup; i++) {
-            dup = out[i] == c;
-        }
-        if (!dup) {
-            out[m++] = c;
-        }
-    }
-    return m;
+    return n - 1 <= FM_AGENT_ALL_PEERS_MAX || k >= n - 1 ? n - 1 : k;
 }
 
 static int resolve (const char *host,
@@ -167,6 +147,12 @@ static int start_engine (loop_t *l, fm_error_t *err)
         errno = ENOMEM;
         return fm_errprintf (err, "out of memory");
     }
+    /* fabricd's plan, within the count our probe rate was set for */
+    l->ntargets = sh->nplan_targets < l->ntargets ? sh->nplan_targets : l->ntargets;
+    for (size_t i = 0; i < l->ntargets; i++) {
+        l->targets[i] = sh->plan_targets[i];
+        l->target_names[i] = fm_hostlist_nth (sh->hosts, l->targets[i]);
+    }
     for (size_t i = 0; i < n; i++) {
         snprintf (nodes[i].name,
                   sizeof (nodes[i].name),
@@ -199,8 +185,9 @@ static int start_engine (loop_t *l, fm_error_t *err)
     return 0;
 }
 
-/* Our estimate of the reference clock (node 0, which fm_agent_pick_targets
- * always probes) at engine time now: theta = reference - local.
+/* Our estimate of the reference clock (node 0, the root of the plan's clock
+ * tree, reached through our clock parent) at engine time now:
+ * theta = reference - local.
  */
 static bool reference_estimate (loop_t *l, int64_t now, fm_clock_estimate_t *out)
 {
@@ -446,23 +433,20 @@ static void drain (int fd)
 /* The targets among the job's n nodes, the probe rates and the coalescing
  * of wakeups that follow from them.
  */
-static int
-targets_plan (loop_t *l, fm_engine_cfg_t *ecfg, size_t n, int my_index, fm_error_t *err)
+static int targets_plan (loop_t *l, fm_engine_cfg_t *ecfg, size_t n, fm_error_t *err)
 {
     const fm_agent_cfg_t *cfg = l->sh->cfg;
     double top_rate;
 
     if (!(l->sh->peers = calloc (n, sizeof (*l->sh->peers)))
+        || !(l->sh->plan_targets = calloc (n, sizeof (*l->sh->plan_targets)))
+        || !(l->sh->need = calloc (n, sizeof (*l->sh->need)))
         || !(l->targets = calloc (n, sizeof (*l->targets)))
         || !(l->target_names = calloc (n, sizeof (*l->target_names)))) {
         return fm_errprintf (err, "out of memory");
     }
-    l->sh->npeers_known = 1; /* ourselves */
-    l->ntargets =
-        fm_agent_pick_targets (n, (uint16_t)my_index, cfg->random_peers, l->targets);
-    for (size_t i = 0; i < l->ntargets; i++) {
-        l->target_names[i] = fm_hostlist_nth (l->sh->hosts, l->targets[i]);
-    }
+    /* which ones: fabricd's plan, with the registration (start_engine) */
+    l->ntargets = fm_agent_target_count (n, cfg->random_peers);
     l->rate = cfg->rate > 0 ? cfg->rate : fm_agent_default_rate (l->ntargets);
     ecfg->rate = l->rate;
     /* a rate the user set is kept as it is */
@@ -746,6 +730,8 @@ static void teardown (shared_t *sh, loop_t *l, int ep, int sfd)
     free (l->targets);
     free (l->target_names);
     free (sh->peers);
+    free (sh->plan_targets);
+    free (sh->need);
     fm_hostlist_destroy (sh->hosts);
     sodium_memzero (sh->key, sizeof (sh->key));
 }
@@ -778,8 +764,7 @@ int fm_agent_run (const fm_agent_cfg_t *cfg, fm_error_t *err)
             err, "node %s is not in the job's nodes %s", cfg->node, cfg->job_nodes);
         goto out;
     }
-    if (targets_plan (&l, &ecfg, n, my_index, err) < 0
-        || engine_open (&l, &ecfg, err) < 0) {
+    if (targets_plan (&l, &ecfg, n, err) < 0 || engine_open (&l, &ecfg, err) < 0) {
         goto out;
     }
     health_open (&l);

@@ -39,7 +39,7 @@ typedef struct {
     int64_t window_ns;        /* 0: the daemon's report window */
     int port;                 /* UDP probe port, 0: any */
     const char *bind_addr;    /* NULL: the address our node name resolves to */
-    unsigned random_peers;    /* K for jobs over FM_AGENT_ALL_PEERS_MAX + 1 nodes */
+    unsigned random_peers; /* targets in jobs over FM_AGENT_ALL_PEERS_MAX + 1 nodes */
     fm_vclock_params_t clock; /* tests, benchmarks: this node's virtual clock */
     int64_t flush_ns;         /* on SIGTERM, try this long to deliver the spool */
     const char *mode;         /* the job's mode: "observe" or "protect" */
@@ -60,12 +60,11 @@ typedef struct {
  */
 int fm_agent_run (const fm_agent_cfg_t *cfg, fm_error_t *err);
 
-/* Choose which node indices of n to probe from `self`: every other node when
- * n - 1 <= FM_AGENT_ALL_PEERS_MAX, else k distinct random ones, always
- * including index 0 (the clock reference). Returns the count written to out
- * (capacity n).
+/* How many of a job's n nodes a node probes: every other node when
+ * n - 1 <= FM_AGENT_ALL_PEERS_MAX, else k. fabricd's probe plan chooses them
+ * (doc/plan.md); the probe budget is shared by this many.
  */
-size_t fm_agent_pick_targets (size_t n, uint16_t self, unsigned k, uint16_t *out);
+size_t fm_agent_target_count (size_t n, unsigned k);
 
 /* The default probes/s to each of ntargets peers. */
 double fm_agent_default_rate (size_t ntargets);

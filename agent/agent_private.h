@@ -87,8 +87,14 @@ typedef struct {
     uint8_t key[FM_PROBE_KEY_SIZE];
     int64_t window_ns;
     peer_info_t *peers; /* by node index; port 0 = not registered */
-    size_t npeers_known;
     bool peers_changed;
+    /* fabricd's probe plan for us (doc/plan.md): whom we probe, and the nodes
+     * whose addresses we need (our targets and the nodes that probe us) */
+    uint16_t *plan_targets;
+    size_t nplan_targets;
+    bool have_plan;
+    uint16_t *need;
+    size_t nneed;
     bool poll_now; /* a node we cannot answer yet is probing us */
     fm_spool_t *spool;
     bool last_spooled; /* the last window of this agent's life is in the spool */

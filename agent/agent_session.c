@@ -65,15 +65,63 @@ static void take_peers (shared_t *sh, json_t *peers)
             continue;
         }
         if (sh->peers[idx].port != port || strcmp (sh->peers[idx].addr, addr) != 0) {
-            if (sh->peers[idx].port == 0) {
-                sh->npeers_known++;
-            }
             snprintf (sh->peers[idx].node, sizeof (sh->peers[idx].node), "%s", node);
             snprintf (sh->peers[idx].addr, sizeof (sh->peers[idx].addr), "%s", addr);
             sh->peers[idx].port = (int)port;
             sh->peers_changed = true;
         }
     }
+}
+
+/* Node names of a plan answer as indices into v (at most cap, each once);
+ * names not in the job are left out. */
+static size_t
+plan_indices (const shared_t *sh, json_t *names, uint16_t *v, size_t n, size_t cap)
+{
+    size_t i;
+    json_t *x;
+
+    json_array_foreach (names, i, x) {
+        int idx = json_is_string (x)
+                      ? fm_hostlist_find (sh->hosts, json_string_value (x))
+                      : -1;
+        bool dup = idx < 0 || strcmp (json_string_value (x), sh->cfg->node) == 0;
+        for (size_t q = 0; q < n && !dup; q++) {
+            dup = v[q] == (uint16_t)idx;
+        }
+        if (!dup && n < cap) {
+            v[n++] = (uint16_t)idx;
+        }
+    }
+    return n;
+}
+
+/* Take the targets[] and probers[] of a plan answer (under lock). */
+static int take_plan (shared_t *sh, json_t *ans)
+{
+    json_t *targets = json_object_get (ans, "targets");
+    json_t *probers = json_object_get (ans, "probers");
+    size_t n = fm_hostlist_count (sh->hosts);
+
+    if (!json_is_array (targets) || !json_is_array (probers)) {
+        return -1;
+    }
+    sh->nplan_targets = plan_indices (sh, targets, sh->plan_targets, 0, n);
+    memcpy (sh->need, sh->plan_targets, sh->nplan_targets * sizeof (*sh->need));
+    sh->nneed = plan_indices (sh, probers, sh->need, sh->nplan_targets, n);
+    sh->have_plan = true;
+    return 0;
+}
+
+/* Have we the addresses of every node of our plan? (under lock) */
+static bool peers_complete (const shared_t *sh)
+{
+    for (size_t i = 0; i < sh->nneed; i++) {
+        if (sh->peers[sh->need[i]].port == 0) {
+            return false;
+        }
+    }
+    return true;
 }
 
 static void notify_main (shared_t *sh)
@@ -150,6 +198,19 @@ static int do_register (shared_t *sh, fm_client_t *c, fm_ratelimit_t *rl)
         json_decref (ans);
         return -1;
     }
+    if (take_plan (sh, ans) < 0) {
+        pthread_mutex_unlock (&sh->lock);
+        fm_warn ("registration answer from %s carries no probe plan (targets, "
+                 "probers): is fabricd older than this agent?",
+                 cfg->daemon_url);
+        json_decref (ans);
+        return -1;
+    }
+    json_t *plan = json_object_get (ans, "plan");
+    const char *warning = json_string_value (json_object_get (plan, "warning"));
+    if (warning) {
+        fm_warn ("fabricd's probe plan: %s", warning);
+    }
     sh->window_ns = cfg->window_ns > 0 ? cfg->window_ns : window_ns;
     sh->registered = true;
     take_peers (sh, peers);
@@ -166,11 +227,15 @@ static int do_register (shared_t *sh, fm_client_t *c, fm_ratelimit_t *rl)
 
 static void poll_peers (shared_t *sh, fm_client_t *c)
 {
-    char path[64];
+    char path[64 + FM_API_NODE_MAX];
     json_t *ans = NULL, *peers;
     fm_error_t err;
 
-    snprintf (path, sizeof (path), "/v1/jobs/%" PRIu64 "/peers", sh->cfg->job_id);
+    snprintf (path,
+              sizeof (path),
+              "/v1/jobs/%" PRIu64 "/peers?node=%s",
+              sh->cfg->job_id,
+              sh->cfg->node);
     if (fm_client_request (c, "GET", path, NULL, &ans, &err) != 200) {
         fm_debug ("peers: %s", err.text);
     } else if (json_unpack (ans, "{s:o}", "peers", &peers) == 0
@@ -178,6 +243,11 @@ static void poll_peers (shared_t *sh, fm_client_t *c)
         bool changed;
         pthread_mutex_lock (&sh->lock);
         take_peers (sh, peers);
+        /* the probers may change (a node registered again); our targets,
+         * fixed when probing started, do not */
+        if (take_plan (sh, ans) < 0) {
+            fm_debug ("peers answer without a plan");
+        }
         changed = sh->peers_changed;
         pthread_mutex_unlock (&sh->lock);
         if (changed) {
@@ -352,7 +422,7 @@ void *fm_agent_session_thread (void *arg)
                 poll_asked = true;
             }
             sh->poll_now = false;
-            bool complete = sh->npeers_known >= fm_hostlist_count (sh->hosts);
+            bool complete = peers_complete (sh);
             pthread_mutex_unlock (&sh->lock);
             if ((!complete || poll_asked) && now >= next_peers) {
                 poll_peers (sh, c);
@@ -385,8 +455,7 @@ void *fm_agent_session_thread (void *arg)
                 continue;
             }
         }
-        if (sh->registered
-            && (sh->npeers_known < fm_hostlist_count (sh->hosts) || poll_asked)
+        if (sh->registered && (!peers_complete (sh) || poll_asked)
             && next_peers < wake) {
             wake = next_peers;
         }

@@ -13,6 +13,7 @@
 
 typedef struct fm_monitor fm_monitor_t;
 typedef struct fm_checks fm_checks_t;
+typedef struct fm_jobplan fm_jobplan_t;
 
 /* What every request handler needs; owned by main.c (or a test). */
 typedef struct {
@@ -21,6 +22,7 @@ typedef struct {
     fm_metrics_t *metrics;
     fm_monitor_t *monitor; /* NULL when the fabric loop is not running */
     fm_checks_t *checks;   /* fabric-check results (checks.h); NULL: none kept */
+    fm_jobplan_t *plans;   /* probe plans (jobplan.h); NULL: agents get all peers */
     int64_t start_real_ns;
     int64_t start_mono_ns;
     int64_t max_body;

@@ -29,6 +29,7 @@
 #include "dconf.h"
 #include "idlist.h"
 #include "http.h"
+#include "jobplan.h"
 #include "monitor.h"
 #include "checks.h"
 
@@ -443,6 +444,10 @@ int main (int argc, char **argv)
     if (!(d.monitor = monitor_create (&d, conf, db_path, sync))) {
         exit (1);
     }
+    if (!(d.plans = fm_jobplan_create (fm_monitor_topology_text (d.monitor),
+                                       FM_JOBPLAN_NODES_KEPT))) {
+        die ("out of memory");
+    }
     signals_block (&sigs);
     http = http_start (&d, conf, db_path);
     if (fm_monitor_start (d.monitor, &err) < 0) {
@@ -455,6 +460,7 @@ int main (int argc, char **argv)
     sd_notify_msg ("STOPPING=1");
     fm_http_stop (http);
     fm_monitor_destroy (d.monitor);
+    fm_jobplan_destroy (d.plans);
     fm_checks_destroy (d.checks);
     fm_store_close (pruner);
     fm_store_close (d.store);

@@ -80,6 +80,11 @@ static int topology_load (fm_monitor_t *m, fm_error_t *err)
     return 0;
 }
 
+const char *fm_monitor_topology_text (const fm_monitor_t *m)
+{
+    return m->topo_text;
+}
+
 /* A topology with every node we know of, and a fresh scoring engine on it
  * (scoring state is per node id, so a new node set starts it over).
  */

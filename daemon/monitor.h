@@ -54,6 +54,9 @@ int fm_monitor_start (fm_monitor_t *m, fm_error_t *err);
 /* Stop the thread (finishing the Slurm call in progress) and free. NULL-safe. */
 void fm_monitor_destroy (fm_monitor_t *m);
 
+/* The topology text read at creation (NULL: flat); constant while m lives. */
+const char *fm_monitor_topology_text (const fm_monitor_t *m);
+
 /* Called by the report handler after a report was stored (duplicates are
  * not passed again). Copies what it needs; cheap; thread-safe. NULL-safe.
  */

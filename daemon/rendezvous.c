@@ -11,18 +11,17 @@
 
 #include "fm/api.h"
 #include "fmtime.h"
+#include "jobplan.h"
 #include "rendezvous.h"
 #include "registration.h"
 
-/* The job's peer list (doc/api.md "Registration"); with_key only for reporters. */
-static json_t *
-peers_json (fm_daemon_t *d, const fm_job_t *job, bool with_key, fm_response_t *resp)
+/* Every registered agent of the job: O(N), for readers without a node. */
+static json_t *all_peers (fm_daemon_t *d, const fm_job_t *job, fm_response_t *resp)
 {
-    char hex[FM_API_PROBE_KEY_BYTES * 2 + 1];
     fm_agent_t *agents = NULL;
     fm_error_t err;
     size_t n = 0;
-    json_t *o, *peers;
+    json_t *peers;
 
     if (fm_store_agents (d->store, job->job_id, &agents, &n, &err) < 0) {
         fm_api_store_error (resp, errno, err.text);
@@ -49,7 +48,28 @@ peers_json (fm_daemon_t *d, const fm_job_t *job, bool with_key, fm_response_t *r
         }
     }
     free (agents);
-    o = json_pack ("{s:I, s:s, s:I, s:I, s:o}",
+    return peers;
+nomem:
+    free (agents);
+    fm_api_error (resp, 500, "internal", NULL, "out of memory");
+    return NULL;
+}
+
+/* The rendezvous answer (doc/api.md "Registration"): for `node`, its probe
+ * plan's targets and probers and their agents (doc/plan.md); without a node
+ * or without the job's node list, every agent. with_key only for reporters.
+ */
+static json_t *peers_json (fm_daemon_t *d,
+                           const fm_job_t *job,
+                           const char *node,
+                           bool with_key,
+                           fm_response_t *resp)
+{
+    char hex[FM_API_PROBE_KEY_BYTES * 2 + 1];
+    fm_error_t err;
+    json_t *o, *peers;
+
+    o = json_pack ("{s:I, s:s, s:I, s:I}",
                    "job_id",
                    (json_int_t)job->job_id,
                    "mode",
@@ -57,21 +77,37 @@ peers_json (fm_daemon_t *d, const fm_job_t *job, bool with_key, fm_response_t *r
                    "window_ns",
                    (json_int_t)job->window_ns,
                    "expected",
-                   (json_int_t)job->expected,
-                   "peers",
-                   peers);
-    if (o && with_key) {
+                   (json_int_t)job->expected);
+    if (!o) {
+        fm_api_error (resp, 500, "internal", NULL, "out of memory");
+        return NULL;
+    }
+    /* a registration without job_nodes gets no plan: every agent */
+    if (node && d->plans && job->nodes[0]) {
+        if (fm_jobplan_answer (d->plans, d->store, job, node, o, &err) < 0) {
+            json_decref (o);
+            if (errno == ENOENT || errno == EINVAL || errno == E2BIG) {
+                fm_api_error (resp,
+                              errno == ENOENT ? 404 : 409,
+                              "no_plan",
+                              "node",
+                              "%s",
+                              err.text);
+            } else {
+                fm_api_store_error (resp, errno, err.text);
+            }
+            return NULL;
+        }
+    } else if (!(peers = all_peers (d, job, resp))
+               || json_object_set_new (o, "peers", peers) < 0) {
+        json_decref (o);
+        return NULL;
+    }
+    if (with_key) {
         sodium_bin2hex (hex, sizeof (hex), job->probe_key, sizeof (job->probe_key));
         json_object_set_new (o, "probe_key", json_string (hex));
     }
-    if (!o) {
-        fm_api_error (resp, 500, "internal", NULL, "out of memory");
-    }
     return o;
-nomem:
-    free (agents);
-    fm_api_error (resp, 500, "internal", NULL, "out of memory");
-    return NULL;
 }
 
 void fm_rendezvous_register (fm_daemon_t *d,
@@ -117,6 +153,7 @@ void fm_rendezvous_register (fm_daemon_t *d,
     job.window_ns = d->window_ns;
     job.mode = reg.mode;
     job.created_ns = fm_time_real_ns ();
+    snprintf (job.nodes, sizeof (job.nodes), "%s", reg.job_nodes ? reg.job_nodes : "");
     /* Generated for every registration, kept only by the one that creates the job. */
     randombytes_buf (job.probe_key, sizeof (job.probe_key));
     snprintf (agent.node, sizeof (agent.node), "%s", reg.node);
@@ -133,7 +170,11 @@ void fm_rendezvous_register (fm_daemon_t *d,
         return;
     }
     fm_registration_release (&reg);
-    o = peers_json (d, &job, true, resp);
+    agent.agent_id = agent_id;
+    if (d->plans) {
+        fm_jobplan_agent (d->plans, job.job_id, &agent);
+    }
+    o = peers_json (d, &job, agent.node, true, resp);
     sodium_memzero (job.probe_key, sizeof (job.probe_key));
     if (!o) {
         return;
@@ -167,7 +208,11 @@ void fm_rendezvous_peers (fm_daemon_t *d,
                       (long long)job_id);
         return;
     }
-    o = peers_json (d, &job, fm_auth_is_reporter (d->auth, id), resp);
+    o = peers_json (d,
+                    &job,
+                    req->query ? req->query (req->query_arg, "node") : NULL,
+                    fm_auth_is_reporter (d->auth, id),
+                    resp);
     sodium_memzero (job.probe_key, sizeof (job.probe_key));
     if (o) {
         fm_api_json (resp, 200, o);

@@ -156,33 +156,18 @@ static void test_clock_from_reference (void **state)
     assert_false (fm_agent_report_clock (NULL).valid);
 }
 
-static void test_pick_targets (void **state)
+static void test_target_count (void **state)
 {
-    uint16_t out[100];
-    size_t n;
-
     /* up to 17 nodes: everybody else */
-    n = fm_agent_pick_targets (17, 3, 10, out);
-    assert_int_equal (n, 16);
-    for (size_t i = 0; i < n; i++) {
-        assert_int_not_equal (out[i], 3);
-    }
-    assert_int_equal (fm_agent_pick_targets (1, 0, 10, out), 0);
-    /* beyond: K distinct random peers, never ourselves, always node 0 */
-    for (int round = 0; round < 50; round++) {
-        bool seen[100] = {false};
-        n = fm_agent_pick_targets (100, 42, 10, out);
-        assert_int_equal (n, 10);
-        assert_int_equal (out[0], 0);
-        for (size_t i = 0; i < n; i++) {
-            assert_true (out[i] < 100);
-            assert_int_not_equal (out[i], 42);
-            assert_false (seen[out[i]]);
-            seen[out[i]] = true;
-        }
-    }
-    n = fm_agent_pick_targets (100, 0, 10, out);
-    assert_int_equal (n, 10);
+    assert_int_equal (fm_agent_target_count (17, 10), 16);
+    assert_int_equal (fm_agent_target_count (2, 10), 1);
+    assert_int_equal (fm_agent_target_count (1, 10), 0);
+    assert_int_equal (fm_agent_target_count (0, 10), 0);
+    /* beyond: k, whatever the job's size */
+    assert_int_equal (fm_agent_target_count (18, 10), 10);
+    assert_int_equal (fm_agent_target_count (16384, 10), 10);
+    assert_int_equal (fm_agent_target_count (64, 12), 12);
+    assert_int_equal (fm_agent_target_count (20, 40), 19);
 }
 
 static void test_summary_text (void **state)
@@ -322,7 +307,7 @@ int main (void)
         cmocka_unit_test (test_window_without_clock),
         cmocka_unit_test (test_window_drops),
         cmocka_unit_test (test_clock_from_reference),
-        cmocka_unit_test (test_pick_targets),
+        cmocka_unit_test (test_target_count),
         cmocka_unit_test (test_summary_text),
         cmocka_unit_test (test_summary_sections),
     };

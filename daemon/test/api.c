@@ -16,6 +16,7 @@
 
 #include "fmtime.h"
 #include "api.h"
+#include "jobplan.h"
 
 typedef struct {
     char dir[64];
@@ -371,6 +372,117 @@ static void test_reads (void **state)
     free (resp.body);
 }
 
+/* The rendezvous through the real handler, with the probe plan on a
+ * leafspine of `leaves` x 8: every answer names the node's targets and
+ * probers only, its size does not grow with the job, and the answers agree
+ * (A lists B as a target exactly when B lists A as a prober).
+ */
+static void rendezvous_job (fixture_t *f, int leaves, size_t *max_bytes)
+{
+    int n = leaves * 8;
+    size_t cap = (size_t)leaves * 64 + 64, used = 0;
+    char *topo = malloc (cap), body[512],
+         **targets = calloc ((size_t)n, sizeof (char *));
+    char **probers = calloc ((size_t)n, sizeof (char *));
+    json_t *o;
+
+    assert_non_null (topo);
+    for (int l = 0; l < leaves; l++) {
+        used += (size_t)snprintf (topo + used,
+                                  cap - used,
+                                  "SwitchName=leaf%d Nodes=n[%d-%d]\n",
+                                  l,
+                                  8 * l,
+                                  8 * l + 7);
+    }
+    snprintf (
+        topo + used, cap - used, "SwitchName=spine Switches=leaf[0-%d]\n", leaves - 1);
+    assert_non_null (f->d.plans = fm_jobplan_create (topo, FM_JOBPLAN_NODES_KEPT));
+    *max_bytes = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < n; i++) {
+            fm_response_t resp;
+            snprintf (body,
+                      sizeof (body),
+                      "{\"job_id\":%d,\"node\":\"n%d\",\"user_id\":1000,"
+                      "\"probe_addr\":\"127.0.0.1\",\"probe_port\":%d,"
+                      "\"job_nodes\":\"n[0-%d]\"}",
+                      40 + leaves,
+                      i,
+                      1000 + i,
+                      n - 1);
+            fm_request_t req = {.method = "POST",
+                                .path = "/v1/agents",
+                                .uri = "/v1/agents",
+                                .content_type = "application/json",
+                                .body = body,
+                                .body_len = strlen (body),
+                                .has_body = true};
+            fm_api_handle_as (&f->d, &req, &root, &resp);
+            assert_int_equal (resp.status, pass == 0 ? 201 : 200);
+            assert_non_null (o = json_loadb (resp.body, resp.len, 0, NULL));
+            size_t nt = json_array_size (json_object_get (o, "targets"));
+            size_t np = json_array_size (json_object_get (o, "probers"));
+            size_t npeers = json_array_size (json_object_get (o, "peers"));
+            assert_true (nt >= 1 && nt <= 10);
+            assert_true (npeers <= nt + np);
+            if (pass == 1) {
+                /* all registered: every target and prober has its address */
+                size_t i2;
+                json_t *x;
+                assert_true (npeers >= nt && npeers >= np);
+                *max_bytes = resp.len > *max_bytes ? resp.len : *max_bytes;
+                targets[i] = json_dumps (json_object_get (o, "targets"), JSON_COMPACT);
+                probers[i] = json_dumps (json_object_get (o, "probers"), JSON_COMPACT);
+                char self[32];
+                snprintf (self, sizeof (self), "n%d", i);
+                json_array_foreach (json_object_get (o, "peers"), i2, x) {
+                    assert_string_not_equal (
+                        json_string_value (json_object_get (x, "node")), self);
+                }
+            }
+            json_decref (o);
+            free (resp.body);
+        }
+    }
+    for (int a = 0; a < n; a++) {
+        char name[32];
+        snprintf (name, sizeof (name), "\"n%d\"", a);
+        for (int b = 0; b < n; b++) {
+            char other_name[32];
+            snprintf (other_name, sizeof (other_name), "\"n%d\"", b);
+            bool a_targets_b = strstr (targets[a], other_name) != NULL;
+            bool b_probed_by_a = strstr (probers[b], name) != NULL;
+            assert_true (a_targets_b == b_probed_by_a);
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        free (targets[i]);
+        free (probers[i]);
+    }
+    free (targets);
+    free (probers);
+    fm_jobplan_destroy (f->d.plans);
+    f->d.plans = NULL;
+    free (topo);
+}
+
+static void test_rendezvous_bounded (void **state)
+{
+    fixture_t *f = *state;
+    size_t at64, at1024;
+
+    rendezvous_job (f, 8, &at64);
+    rendezvous_job (f, 128, &at1024);
+    print_message (
+        "# registration answer: at most %zu bytes at 64 nodes, %zu at 1024\n",
+        at64,
+        at1024);
+    /* k peers whatever N: the same bound at 16 times the nodes */
+    assert_true (at64 < 6000);
+    assert_true (at1024 < 6000);
+}
+
 int main (void)
 {
     const struct CMUnitTest tests[] = {
@@ -378,6 +490,7 @@ int main (void)
         cmocka_unit_test_setup_teardown (test_transport_flags, setup, teardown),
         cmocka_unit_test_setup_teardown (test_roles, setup, teardown),
         cmocka_unit_test_setup_teardown (test_reads, setup, teardown),
+        cmocka_unit_test_setup_teardown (test_rendezvous_bounded, setup, teardown),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

@@ -7,7 +7,7 @@ fm_setup
 fm_munged_start || exit 1
 FD_CONF_EXTRA='max_body = 64k'
 fm_fabricd_start || exit 1
-plan 89
+plan 91
 
 J=77
 NOBODY=$(id -u nobody)
@@ -20,8 +20,9 @@ b=$(echo "$out" | fm_body)
 key=$(echo "$b" | jq -r .probe_key)
 echo "$key" | grep -Eq '^[0-9a-f]{64}$'
 ok $? "probe_key is 32 bytes of hex"
-is "$(echo "$b" | jq -c '[.agent_id, .expected, .window_ns, (.peers|length)]')" \
-    "[1,2,5000000000,1]" "agent_id, expected, window_ns and the peer list"
+is "$(echo "$b" | jq -c '[.agent_id, .expected, .window_ns, (.peers|length), .targets, .probers, .plan.nodes]')" \
+    '[1,2,5000000000,0,["n2"],["n2"],2]' \
+    "agent_id, expected, window_ns, the plan (targets, probers) and no peer registered yet"
 fm_register_body $J n2 "$NOBODY" 9002 >"$T/reg2"
 is "$(fm_post /v1/agents "$T/reg2" | fm_code)" 201 "second node registers"
 out=$(fm_post /v1/agents "$T/reg1")
@@ -29,7 +30,7 @@ is "$(echo "$out" | fm_code)" 200 "re-registration is 200"
 b=$(echo "$out" | fm_body)
 is "$(echo "$b" | jq -r '.agent_id')" 1 "re-registration keeps the agent id"
 is "$(echo "$b" | jq -r '.probe_key')" "$key" "the probe key is per job, generated once"
-is "$(echo "$b" | jq -c '[.peers[].node]')" '["n1","n2"]' "the peer list holds both nodes"
+is "$(echo "$b" | jq -c '[.peers[].node]')" '["n2"]' "the peer list holds the registered targets and probers"
 fm_register_body $J n3 0 9003 >"$T/reg3"
 out=$(fm_post /v1/agents "$T/reg3")
 is "$(echo "$out" | fm_code)" 409 "registration with another job owner is a conflict"
@@ -63,7 +64,11 @@ is "$(fm_get /v1/jobs/79 | fm_code)" 404 "and nothing of it is stored"
 out=$(fm_get /v1/jobs/$J/peers)
 is "$(echo "$out" | fm_code)" 200 "GET /v1/jobs/ID/peers"
 is "$(echo "$out" | fm_body | jq -c '[(.peers|length), .expected, .probe_key]')" \
-    "[2,2,\"$key\"]" "peers, expected and the key for a report uid"
+    "[2,2,\"$key\"]" "peers (all of them without ?node), expected and the key for a report uid"
+out=$(fm_get "/v1/jobs/$J/peers?node=n2")
+is "$(echo "$out" | fm_body | jq -c '[[.peers[].node], .targets, .probers]')" \
+    '[["n1"],["n1"],["n1"]]' "GET .../peers?node=n2: that node's plan"
+is "$(fm_get "/v1/jobs/$J/peers?node=n7" | fm_code)" 404 "a node not in the job is 404"
 
 # Reports
 fm_report $J n1 "$(fm_window 0 n2 10)" >"$T/r0"
