@@ -342,43 +342,69 @@ protect_step (fm_policy_t *pol, const fm_policy_input_t *in, fm_policy_output_t 
     return 0;
 }
 
+static int cmp_leaf (const void *a, const void *b)
+{
+    return strcmp ((*(const fm_policy_node_t *const *)a)->leaf,
+                   (*(const fm_policy_node_t *const *)b)->leaf);
+}
+
+/* Two or more failing nodes behind one leaf switch: an alarm on the switch
+ * (once), and the evidence is the switch's. The failing nodes sorted by leaf
+ * make it O(n log n) however many fail.
+ */
 static int
 attribute (fm_policy_t *pol, const fm_policy_input_t *in, fm_policy_output_t *out)
 {
+    const fm_policy_node_t **failed = NULL;
+    size_t nf = 0;
+    int rc = 0;
+
     for (size_t i = 0; i < in->nnodes; i++) {
-        const fm_policy_node_t *n = &in->nodes[i];
-        if (n->state != FM_STATE_FAILED || !n->leaf || has_reason (n)) {
-            continue;
+        if (in->nodes[i].state == FM_STATE_FAILED && in->nodes[i].leaf) {
+            nf++;
         }
-        if (fm_strlist_has (pol->leaf_alarmed, pol->nleaf_alarmed, n->leaf)) {
-            continue;
+    }
+    if (nf < 2) {
+        return 0;
+    }
+    if (!(failed = malloc (nf * sizeof (*failed)))) {
+        errno = ENOMEM;
+        return -1;
+    }
+    nf = 0;
+    for (size_t i = 0; i < in->nnodes; i++) {
+        if (in->nodes[i].state == FM_STATE_FAILED && in->nodes[i].leaf) {
+            failed[nf++] = &in->nodes[i];
         }
-        size_t count = 0;
-        for (size_t k = 0; k < in->nnodes; k++) {
-            if (in->nodes[k].leaf && strcmp (in->nodes[k].leaf, n->leaf) == 0
-                && in->nodes[k].state == FM_STATE_FAILED) {
-                count++;
-            }
+    }
+    qsort (failed, nf, sizeof (*failed), cmp_leaf);
+    for (size_t i = 0, j; i < nf && rc == 0; i = j) {
+        const char *leaf = failed[i]->leaf;
+        bool unexplained = false;
+        for (j = i; j < nf && strcmp (failed[j]->leaf, leaf) == 0; j++) {
+            unexplained |= !has_reason (failed[j]);
         }
-        if (count < 2) {
+        if (j - i < 2 || !unexplained
+            || fm_strlist_has (pol->leaf_alarmed, pol->nleaf_alarmed, leaf)) {
             continue;
         }
         char el[96];
-        snprintf (el, sizeof (el), "switch:%s", n->leaf);
+        snprintf (el, sizeof (el), "switch:%s", leaf);
         if (alarm_add (out,
                        el,
                        "blast radius: %zu failing nodes share switch %s; the "
                        "evidence is attributed to the switch, not the nodes",
-                       count,
-                       n->leaf)
+                       j - i,
+                       leaf)
                 < 0
             || fm_strlist_add (
-                   &pol->leaf_alarmed, &pol->nleaf_alarmed, &pol->leaf_cap, n->leaf)
+                   &pol->leaf_alarmed, &pol->nleaf_alarmed, &pol->leaf_cap, leaf)
                    < 0) {
-            return -1;
+            rc = -1;
         }
     }
-    return 0;
+    free (failed);
+    return rc;
 }
 
 int fm_policy_action_failed (fm_policy_t *pol, const fm_action_t *a)
