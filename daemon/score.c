@@ -802,6 +802,35 @@ static void nodes_clean (fm_score_t *s)
     }
 }
 
+/* Flows not reported for this many windows are forgotten: a probe plan that
+ * rotates its pairs (doc/plan.md) would otherwise leave every pair it ever
+ * probed in the table. Checked every FLOW_FORGET_EVERY windows.
+ */
+#define FLOW_FORGET_WINDOWS 120
+#define FLOW_FORGET_EVERY 32
+
+static int flows_forget (fm_score_t *s)
+{
+    size_t keep = 0;
+
+    if (s->w % FLOW_FORGET_EVERY != 0) {
+        return 0;
+    }
+    for (size_t i = 0; i < s->nflows; i++) {
+        if (s->flows[i].last_w >= s->w - FLOW_FORGET_WINDOWS) {
+            s->flows[keep++] = s->flows[i];
+        }
+    }
+    if (keep == s->nflows) {
+        return 0;
+    }
+    s->nflows = keep;
+    s->hint = 0;
+    /* the same capacity, rebuilt: flow_rehash doubles it */
+    s->fcap /= 2;
+    return flow_rehash (s);
+}
+
 static void elems_forget (fm_score_t *s)
 {
     /* forget elements that are healthy again */
@@ -860,8 +889,16 @@ int fm_score_close_window (fm_score_t *s, int64_t end_ns)
     }
     nodes_clean (s);
     elems_forget (s);
+    if (flows_forget (s) < 0) {
+        return -1;
+    }
     s->last_end = end_ns;
     return 0;
+}
+
+size_t fm_score_nflows (const fm_score_t *s)
+{
+    return s->nflows;
 }
 
 size_t fm_score_nelems (const fm_score_t *s)

@@ -149,6 +149,9 @@ int fm_score_close_window (fm_score_t *s, int64_t end_ns);
 
 /* Elements that are not healthy, or were recently (valid until the next close). */
 size_t fm_score_nelems (const fm_score_t *s);
+/* Flows (src, dst) the score holds: those reported in the last 120 windows,
+ * give or take 32. */
+size_t fm_score_nflows (const fm_score_t *s);
 const fm_elem_status_t *fm_score_elem (const fm_score_t *s, size_t i);
 /* The status of one element, NULL when healthy and untracked. */
 const fm_elem_status_t *

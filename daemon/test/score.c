@@ -454,6 +454,48 @@ static void test_forget (void **state)
     fx_free (fx);
 }
 
+/* A plan that rotates its pairs (doc/plan.md): each node probes one peer,
+ * another every 10 windows. The pairs of past epochs are forgotten, and a
+ * fault is still found on the pairs of the present one.
+ */
+static void test_rotation (void **state)
+{
+    int n = 40;
+    fx_t *fx = fx_flat (n, NULL);
+    int64_t w;
+
+    for (w = 0; w < 400; w++) {
+        int64_t e = w / 10;
+        for (int s = 0; s < n; s++) {
+            int d = (int)((s + 1 + e) % (n - 1));
+            d = d >= s ? d + 1 : d;
+            bool hit = w >= 380 && (d == 7 || s == 7);
+            fm_link_window_t r = {
+                .job_id = 1,
+                .src = s,
+                .dst = d,
+                .via = -1,
+                .start_ns = w * W_NS,
+                .end_ns = (w + 1) * W_NS,
+                .sent = PROBES,
+                .received = hit ? PROBES - 10 : PROBES,
+                .owd_p50_ns = 3000,
+                .owd_p99_ns = 5000,
+                .rtt_p50_ns = 7000,
+                .loop_residual_ns = FM_SCORE_NONE,
+            };
+            assert_int_equal (fm_score_add_link (fx->sc, &r), 0);
+        }
+        assert_int_equal (fm_score_close_window (fx->sc, (w + 1) * W_NS), 0);
+    }
+    /* 40 epochs of 40 pairs; kept: at most (120 + 32) / 10 + 1 epochs' worth */
+    assert_true (fm_score_nflows (fx->sc) <= (size_t)n * 17);
+    assert_true (fm_score_nflows (fx->sc) >= (size_t)n * 12);
+    assert_int_equal (node_state (fx, 7), FM_STATE_FAILED);
+    assert_int_equal (node_state (fx, 8), FM_STATE_HEALTHY);
+    fx_free (fx);
+}
+
 static void test_invalid (void **state)
 {
     fx_t *fx = fx_flat (4, NULL);
@@ -521,6 +563,7 @@ int main (void)
         cmocka_unit_test (test_flap),
         cmocka_unit_test (test_nic_vs_uplink),
         cmocka_unit_test (test_forget),
+        cmocka_unit_test (test_rotation),
         cmocka_unit_test (test_invalid),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
