@@ -107,6 +107,14 @@ error:
     return NULL;
 }
 
+static void target_free (target_t *t)
+{
+    fm_linkwin_destroy (t->win);
+    fm_clock_est_destroy (t->clock);
+    fm_clock_est_destroy (t->fallback);
+    free (t->ring);
+}
+
 void fm_engine_destroy (fm_engine_t *e)
 {
     if (e) {
@@ -116,10 +124,7 @@ void fm_engine_destroy (fm_engine_t *e)
         }
         fm_vclock_destroy (e->vclock);
         for (size_t i = 0; i < e->ntargets; i++) {
-            fm_linkwin_destroy (e->targets[i].win);
-            fm_clock_est_destroy (e->targets[i].clock);
-            fm_clock_est_destroy (e->targets[i].fallback);
-            free (e->targets[i].ring);
+            target_free (&e->targets[i]);
         }
         free (e->targets);
         free (e->cand);
@@ -141,6 +146,30 @@ int fm_engine_port (const fm_engine_t *e)
     return e->port;
 }
 
+/* A fresh target for node index, its first probe at a random phase. */
+static int
+target_init (fm_engine_t *e, target_t *t, uint16_t index, int64_t now, fm_error_t *err)
+{
+    int64_t interval = probe_interval (e, e->cfg.rate);
+
+    *t = (target_t){.index = index, .interval = interval};
+    /* random phases keep the nodes of a job from probing in lock step */
+    t->next_send = now + (int64_t)randombytes_uniform ((uint32_t)interval);
+    t->grace_until = now + e->cfg.startup_grace_ns;
+    fm_clock_smooth_init (&t->smooth, SMOOTH_SPAN_NS);
+    if (!(t->win = fm_linkwin_create (e->cfg.max_samples))
+        || !(t->clock = fm_clock_est_create (e->cfg.estimator, &e->ccfg, err))
+        || (fm_engine_pairs (e)
+            && !(t->fallback =
+                     fm_clock_est_create (FM_CLOCK_EST_HUYGENS, &e->fcfg, err)))
+        || !(t->ring = calloc (RING_SIZE, sizeof (req_t)))) {
+        target_free (t);
+        errno = ENOMEM;
+        return fm_errprintf (err, "out of memory");
+    }
+    return 0;
+}
+
 int fm_engine_start (fm_engine_t *e,
                      uint64_t job_id,
                      const uint8_t key[FM_PROBE_KEY_SIZE],
@@ -156,8 +185,7 @@ int fm_engine_start (fm_engine_t *e,
     requester_t *rv = NULL;
     fm_clocknet_cand_t *cv = NULL;
     int64_t now = fm_time_mono_ns ();
-    int64_t interval = probe_interval (e, e->cfg.rate);
-    fm_clock_config_t ccfg, fcfg;
+    size_t made = 0;
 
     if (e->started) {
         errno = EINVAL;
@@ -180,48 +208,39 @@ int fm_engine_start (fm_engine_t *e,
                 err, "node %s: address family differs from ours", nodes[i].name);
         }
     }
-    if (!(nv = calloc (nnodes, sizeof (*nv))) || !(rv = calloc (nnodes, sizeof (*rv)))
-        || (ntargets > 0 && !(tv = calloc (ntargets, sizeof (*tv))))
-        || !(cv = calloc (ntargets + 1, sizeof (*cv)))) {
-        goto nomem;
-    }
-    memcpy (nv, nodes, nnodes * sizeof (*nv));
-    /* and enough samples at slow rates: 64 per direction */
-    fm_clock_config_default (&ccfg);
-    ccfg.window_ns = (int64_t)fmax (ESTIMATE_WINDOW_NS, 128e9 / e->cfg.rate);
-    /* few probes of a jittered path come through unqueued: the fallback
-     * needs a much longer window to pin its envelope (doc/clock.md, Fallback)
-     */
-    fcfg = ccfg;
-    fcfg.all_pairs = true;
-    /* under jitter the fallback's envelope rests on its lowest ~2 %: none to spare */
-    ccfg.trim = ESTIMATE_TRIM;
-    if (fcfg.window_ns < FALLBACK_WINDOW_NS) {
-        fcfg.window_ns = FALLBACK_WINDOW_NS;
-    }
-    if (fcfg.min_span_ns < FALLBACK_MIN_SPAN_NS) {
-        fcfg.min_span_ns = FALLBACK_MIN_SPAN_NS;
-    }
     for (size_t i = 0; i < ntargets; i++) {
         if (targets[i] >= nnodes || targets[i] == my_index) {
             errno = EINVAL;
-            fm_errprintf (err, "invalid target index %u", targets[i]);
-            goto fail;
+            return fm_errprintf (err, "invalid target index %u", targets[i]);
         }
-        tv[i].index = targets[i];
-        tv[i].interval = interval;
-        /* random phases keep the nodes of a job from probing in lock step */
-        tv[i].next_send = now + (int64_t)randombytes_uniform ((uint32_t)interval);
-        tv[i].grace_until = now + e->cfg.startup_grace_ns;
-        fm_clock_smooth_init (&tv[i].smooth, SMOOTH_SPAN_NS);
-        if (!(tv[i].win = fm_linkwin_create (e->cfg.max_samples))
-            || !(tv[i].clock = fm_clock_est_create (e->cfg.estimator, &ccfg, err))
-            || (fm_engine_pairs (e)
-                && !(tv[i].fallback =
-                         fm_clock_est_create (FM_CLOCK_EST_HUYGENS, &fcfg, err)))
-            || !(tv[i].ring = calloc (RING_SIZE, sizeof (req_t)))) {
-            ntargets = i + 1;
-            goto nomem;
+    }
+    if (!(nv = calloc (nnodes, sizeof (*nv))) || !(rv = calloc (nnodes, sizeof (*rv)))
+        || (ntargets > 0 && !(tv = calloc (ntargets, sizeof (*tv))))
+        || !(cv = calloc (ntargets + 1, sizeof (*cv)))) {
+        errno = ENOMEM;
+        fm_errprintf (err, "out of memory");
+        goto fail;
+    }
+    memcpy (nv, nodes, nnodes * sizeof (*nv));
+    /* and enough samples at slow rates: 64 per direction */
+    fm_clock_config_default (&e->ccfg);
+    e->ccfg.window_ns = (int64_t)fmax (ESTIMATE_WINDOW_NS, 128e9 / e->cfg.rate);
+    /* few probes of a jittered path come through unqueued: the fallback
+     * needs a much longer window to pin its envelope (doc/clock.md, Fallback)
+     */
+    e->fcfg = e->ccfg;
+    e->fcfg.all_pairs = true;
+    /* under jitter the fallback's envelope rests on its lowest ~2 %: none to spare */
+    e->ccfg.trim = ESTIMATE_TRIM;
+    if (e->fcfg.window_ns < FALLBACK_WINDOW_NS) {
+        e->fcfg.window_ns = FALLBACK_WINDOW_NS;
+    }
+    if (e->fcfg.min_span_ns < FALLBACK_MIN_SPAN_NS) {
+        e->fcfg.min_span_ns = FALLBACK_MIN_SPAN_NS;
+    }
+    for (; made < ntargets; made++) {
+        if (target_init (e, &tv[made], targets[made], now, err) < 0) {
+            goto fail;
         }
     }
     e->job_id = job_id;
@@ -235,21 +254,101 @@ int fm_engine_start (fm_engine_t *e,
     e->my_index = my_index;
     e->started = true;
     return 0;
-nomem:
-    errno = ENOMEM;
-    fm_errprintf (err, "out of memory");
 fail:
-    for (size_t i = 0; tv && i < ntargets; i++) {
-        fm_linkwin_destroy (tv[i].win);
-        fm_clock_est_destroy (tv[i].clock);
-        fm_clock_est_destroy (tv[i].fallback);
-        free (tv[i].ring);
+    for (size_t i = 0; i < made; i++) {
+        target_free (&tv[i]);
     }
     free (tv);
     free (rv);
     free (nv);
     free (cv);
     return -1;
+}
+
+int fm_engine_set_targets (fm_engine_t *e,
+                           const uint16_t *targets,
+                           size_t ntargets,
+                           fm_error_t *err)
+{
+    target_t *tv = NULL;
+    fm_clocknet_cand_t *cv;
+    int64_t now = fm_time_mono_ns ();
+    int *moved_to = NULL;
+    size_t made = 0;
+
+    if (!e->started || ntargets >= e->nnodes) {
+        errno = EINVAL;
+        return fm_errprintf (
+            err, "invalid targets (%zu of %zu nodes)", ntargets, e->nnodes);
+    }
+    for (size_t i = 0; i < ntargets; i++) {
+        if (targets[i] >= e->nnodes || targets[i] == e->my_index) {
+            errno = EINVAL;
+            return fm_errprintf (err, "invalid target index %u", targets[i]);
+        }
+    }
+    if ((ntargets > 0 && !(tv = calloc (ntargets, sizeof (*tv))))
+        || !(moved_to = malloc ((e->ntargets + 1) * sizeof (*moved_to)))
+        || !(cv = calloc (ntargets + 1, sizeof (*cv)))) {
+        free (tv);
+        free (moved_to);
+        errno = ENOMEM;
+        return fm_errprintf (err, "out of memory");
+    }
+    for (size_t i = 0; i < e->ntargets; i++) {
+        moved_to[i] = -1;
+    }
+    /* a target that stays keeps everything: its window, clock fits, ring */
+    for (; made < ntargets; made++) {
+        target_t *old = NULL;
+        for (size_t i = 0; i < e->ntargets && !old; i++) {
+            if (e->targets[i].index == targets[made] && moved_to[i] < 0) {
+                old = &e->targets[i];
+                moved_to[i] = (int)made;
+            }
+        }
+        if (old) {
+            tv[made] = *old;
+        } else if (target_init (e, &tv[made], targets[made], now, err) < 0) {
+            /* free the new ones only: the others are still e's */
+            for (size_t i = 0; i < made; i++) {
+                bool kept = false;
+                for (size_t j = 0; j < e->ntargets && !kept; j++) {
+                    kept = moved_to[j] == (int)i;
+                }
+                if (!kept) {
+                    target_free (&tv[i]);
+                }
+            }
+            free (tv);
+            free (moved_to);
+            free (cv);
+            return -1;
+        }
+    }
+    /* transmit stamps still to come name targets by position */
+    for (size_t i = 0; i < TXQ_SIZE; i++) {
+        txent_t *tx = &e->txq[i];
+        if (tx->used && tx->kind == TX_REQUEST) {
+            if (tx->node < e->ntargets && moved_to[tx->node] >= 0) {
+                tx->node = (uint16_t)moved_to[tx->node];
+            } else {
+                tx->used = false;
+            }
+        }
+    }
+    for (size_t i = 0; i < e->ntargets; i++) {
+        if (moved_to[i] < 0) {
+            target_free (&e->targets[i]);
+        }
+    }
+    free (e->targets);
+    free (e->cand);
+    free (moved_to);
+    e->targets = tv;
+    e->ntargets = ntargets;
+    e->cand = cv;
+    return 0;
 }
 
 int64_t fm_engine_deadline (const fm_engine_t *e)

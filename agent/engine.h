@@ -123,6 +123,17 @@ int fm_engine_start (fm_engine_t *e,
                      size_t ntargets,
                      fm_error_t *err);
 
+/* Probe targets[] from now on (a rotated probe plan): a target that stays
+ * keeps its state (window, clock estimates, outstanding requests), a new one
+ * starts as at fm_engine_start, one that goes is dropped with its window.
+ * Call it right after fm_engine_close_window so that no window mixes the
+ * two sets. -1/EINVAL (not started, a bad index) or ENOMEM, nothing changed.
+ */
+int fm_engine_set_targets (fm_engine_t *e,
+                           const uint16_t *targets,
+                           size_t ntargets,
+                           fm_error_t *err);
+
 /* Set (or change) the probe address of node index. -1/EINVAL. */
 int fm_engine_set_addr (fm_engine_t *e,
                         uint16_t index,

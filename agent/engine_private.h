@@ -195,6 +195,8 @@ struct fm_engine {
     /* our estimate of the reference at the last combination, for replies */
     fm_clock_estimate_t ref_view;
     fm_clocknet_cand_t *cand; /* one per target */
+    /* the estimators' configurations, for targets added later */
+    fm_clock_config_t ccfg, fcfg;
 };
 
 /* engine.c */

@@ -814,6 +814,60 @@ static void test_early_send (void **state)
 }
 
 /* The same over IPv6: stamps come back on the IPv6 error queue. */
+/* A rotated plan: a target that stays keeps its sequence, a new one is
+ * probed from the next run, one that goes is no longer probed.
+ */
+static void test_set_targets (void **state)
+{
+    fm_engine_t *e[3] = {
+        make_engine (100, 0), make_engine (100, 0), make_engine (100, 0)};
+    fm_node_t nodes[3];
+    uint16_t first = 1, both[2] = {1, 2}, last = 2, self = 0, none = 3;
+    fm_linkstats_t s[2];
+    fm_error_t err;
+    uint64_t to_b;
+
+    set_node (&nodes[0], "a", fm_engine_port (e[0]));
+    set_node (&nodes[1], "b", fm_engine_port (e[1]));
+    set_node (&nodes[2], "c", fm_engine_port (e[2]));
+    assert_int_equal (fm_engine_start (e[0], 77, key, nodes, 3, 0, &first, 1, &err), 0);
+    assert_int_equal (fm_engine_start (e[1], 77, key, nodes, 3, 1, NULL, 0, &err), 0);
+    assert_int_equal (fm_engine_start (e[2], 77, key, nodes, 3, 2, NULL, 0, &err), 0);
+    drive (e, 3, 500LL * 1000 * 1000);
+    fm_engine_close_window (e[0], s);
+    assert_true (s[0].probes >= 20);
+    assert_int_equal (s[0].lost, 0);
+
+    assert_int_equal (fm_engine_set_targets (e[0], both, 2, &err), 0);
+    assert_int_equal (fm_engine_ntargets (e[0]), 2);
+    assert_int_equal (fm_engine_target (e[0], 0), 1);
+    assert_int_equal (fm_engine_target (e[0], 1), 2);
+    drive (e, 3, 500LL * 1000 * 1000);
+    fm_engine_close_window (e[0], s);
+    assert_true (s[0].probes >= 20 && s[1].probes >= 20);
+    assert_int_equal (s[0].lost + s[1].lost, 0);
+    /* b's requests went on from where they were: its peer saw no gap */
+    assert_int_equal (s[0].lost_fwd, 0);
+
+    to_b = fm_engine_counters (e[1])->sent_replies;
+    assert_int_equal (fm_engine_set_targets (e[0], &last, 1, &err), 0);
+    assert_int_equal (fm_engine_target (e[0], 0), 2);
+    drive (e, 3, 500LL * 1000 * 1000);
+    fm_engine_close_window (e[0], s);
+    assert_true (s[0].probes >= 20);
+    assert_int_equal (s[0].lost, 0);
+    /* b is not probed any more (a reply or two in flight at the change) */
+    assert_true (fm_engine_counters (e[1])->sent_replies <= to_b + 2);
+
+    assert_int_equal (fm_engine_set_targets (e[0], &self, 1, &err), -1);
+    assert_int_equal (errno, EINVAL);
+    assert_int_equal (fm_engine_set_targets (e[0], &none, 1, &err), -1);
+    assert_int_equal (fm_engine_target (e[0], 0), 2);
+    for (int i = 0; i < 3; i++) {
+        fm_engine_destroy (e[i]);
+    }
+}
+
 static void test_loopback_ipv6 (void **state)
 {
     fm_engine_cfg_t cfg = {.rate = 100, .timeout_ns = 200000000, .max_samples = 1000};
@@ -873,6 +927,7 @@ int main (void)
         cmocka_unit_test (test_loss_boosts_rate),
         cmocka_unit_test (test_early_send),
         cmocka_unit_test (test_loopback_ipv6),
+        cmocka_unit_test (test_set_targets),
         cmocka_unit_test (test_clock_huygens),
         cmocka_unit_test (test_clock_naive),
         cmocka_unit_test (test_reference_huygens),
