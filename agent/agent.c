@@ -28,8 +28,9 @@ typedef struct {
     fm_engine_t *engine;
     bool started;
     uint16_t *targets;
-    size_t ntargets;
+    size_t ntargets, max_targets;
     const char **target_names;
+    uint64_t plan_epoch; /* the plan epoch of targets */
     int64_t window_start_real;
     uint64_t last_seq;
     uint64_t unknown_seen;
@@ -148,7 +149,9 @@ static int start_engine (loop_t *l, fm_error_t *err)
         return fm_errprintf (err, "out of memory");
     }
     /* fabricd's plan, within the count our probe rate was set for */
-    l->ntargets = sh->nplan_targets < l->ntargets ? sh->nplan_targets : l->ntargets;
+    l->ntargets =
+        sh->nplan_targets < l->max_targets ? sh->nplan_targets : l->max_targets;
+    l->plan_epoch = sh->plan_epoch;
     for (size_t i = 0; i < l->ntargets; i++) {
         l->targets[i] = sh->plan_targets[i];
         l->target_names[i] = fm_hostlist_nth (sh->hosts, l->targets[i]);
@@ -298,6 +301,40 @@ static json_t *health_window (loop_t *l)
 /* the wire's reasons but FM_WIRE_OK, then unknown senders */
 _Static_assert(FM_WIRE_NREASONS == FM_API_PROBE_DROP_NREASONS, "probe drop reasons");
 
+/* A new epoch of fabricd's plan (doc/plan.md): its targets from the next
+ * window on; the ones that stay keep their state. Called between windows.
+ */
+static void retarget (loop_t *l)
+{
+    shared_t *sh = l->sh;
+    fm_error_t err;
+    uint64_t epoch;
+    size_t n;
+
+    pthread_mutex_lock (&sh->lock);
+    if (!sh->have_plan || sh->plan_epoch == l->plan_epoch) {
+        pthread_mutex_unlock (&sh->lock);
+        return;
+    }
+    n = sh->nplan_targets < l->max_targets ? sh->nplan_targets : l->max_targets;
+    memcpy (l->targets, sh->plan_targets, n * sizeof (*l->targets));
+    epoch = sh->plan_epoch;
+    pthread_mutex_unlock (&sh->lock);
+    if (fm_engine_set_targets (l->engine, l->targets, n, &err) < 0) {
+        fm_warn ("plan epoch %" PRIu64 ": keeping the targets of epoch %" PRIu64 ": %s",
+                 epoch,
+                 l->plan_epoch,
+                 err.text);
+    }
+    l->ntargets = fm_engine_ntargets (l->engine);
+    for (size_t i = 0; i < l->ntargets; i++) {
+        l->targets[i] = fm_engine_target (l->engine, i);
+        l->target_names[i] = fm_hostlist_nth (sh->hosts, l->targets[i]);
+    }
+    l->plan_epoch = epoch;
+    fm_debug ("plan epoch %" PRIu64 ": probing %zu nodes", epoch, l->ntargets);
+}
+
 static void close_window (loop_t *l, bool last)
 {
     shared_t *sh = l->sh;
@@ -367,6 +404,9 @@ static void close_window (loop_t *l, bool last)
     }
     pthread_mutex_unlock (&sh->lock);
     free (text);
+    if (!last) {
+        retarget (l);
+    }
 }
 
 /* Read what arrived; a datagram from a node registered after our last look
@@ -446,7 +486,7 @@ static int targets_plan (loop_t *l, fm_engine_cfg_t *ecfg, size_t n, fm_error_t 
         return fm_errprintf (err, "out of memory");
     }
     /* which ones: fabricd's plan, with the registration (start_engine) */
-    l->ntargets = fm_agent_target_count (n, cfg->random_peers);
+    l->ntargets = l->max_targets = fm_agent_target_count (n, cfg->random_peers);
     l->rate = cfg->rate > 0 ? cfg->rate : fm_agent_default_rate (l->ntargets);
     ecfg->rate = l->rate;
     /* a rate the user set is kept as it is */

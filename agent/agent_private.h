@@ -93,6 +93,8 @@ typedef struct {
     uint16_t *plan_targets;
     size_t nplan_targets;
     bool have_plan;
+    uint64_t plan_epoch;    /* of plan_targets */
+    int64_t plan_next_real; /* realtime ns of the next epoch, 0: it stays */
     uint16_t *need;
     size_t nneed;
     bool poll_now; /* a node we cannot answer yet is probing us */

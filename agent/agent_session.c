@@ -106,10 +106,16 @@ static int take_plan (shared_t *sh, json_t *ans)
     if (!json_is_array (targets) || !json_is_array (probers)) {
         return -1;
     }
+    json_t *plan = json_object_get (ans, "plan");
+    json_int_t epoch = json_integer_value (json_object_get (plan, "epoch"));
+    json_int_t next = json_integer_value (json_object_get (plan, "next_ns"));
+
     sh->nplan_targets = plan_indices (sh, targets, sh->plan_targets, 0, n);
     memcpy (sh->need, sh->plan_targets, sh->nplan_targets * sizeof (*sh->need));
     sh->nneed = plan_indices (sh, probers, sh->need, sh->nplan_targets, n);
     sh->have_plan = true;
+    sh->plan_epoch = epoch > 0 ? (uint64_t)epoch : 0;
+    sh->plan_next_real = next > 0 ? next : 0;
     return 0;
 }
 
@@ -243,8 +249,8 @@ static void poll_peers (shared_t *sh, fm_client_t *c)
         bool changed;
         pthread_mutex_lock (&sh->lock);
         take_peers (sh, peers);
-        /* the probers may change (a node registered again); our targets,
-         * fixed when probing started, do not */
+        /* a new epoch's targets: the probe loop takes them at its next
+         * window (close_window) */
         if (take_plan (sh, ans) < 0) {
             fm_debug ("peers answer without a plan");
         }
@@ -377,6 +383,10 @@ void *fm_agent_session_thread (void *arg)
     fm_ratelimit_t rl_register = FM_RATELIMIT_INIT (3600, 1);
     bool last_chance = false, failed_at_stop = false;
     bool poll_asked = false; /* by a datagram from an unknown sender */
+    /* so that a job's agents do not all ask at the epoch's first instant */
+    int64_t epoch_jitter =
+        (int64_t)randombytes_uniform (2000) * 1000 * 1000 + 100 * 1000 * 1000;
+    int64_t epoch_retry = 0; /* monotonic */
 
     if (!(c = fm_client_create (
               sh->cfg->daemon_url, sh->cfg->munge_socket, HTTP_TIMEOUT_MS, &err))) {
@@ -423,7 +433,15 @@ void *fm_agent_session_thread (void *arg)
             }
             sh->poll_now = false;
             bool complete = peers_complete (sh);
+            /* the plan's next epoch, a little after fabricd's, spread out */
+            bool epoch_due = sh->plan_next_real > 0 && now >= epoch_retry
+                             && fm_time_real_ns () >= sh->plan_next_real + epoch_jitter;
             pthread_mutex_unlock (&sh->lock);
+            if (epoch_due) {
+                poll_peers (sh, c);
+                /* fabricd away: ask again later, not at once */
+                next_peers = epoch_retry = now + PEER_POLL_NS;
+            }
             if ((!complete || poll_asked) && now >= next_peers) {
                 poll_peers (sh, c);
                 next_peers = now + PEER_POLL_NS;
@@ -458,6 +476,13 @@ void *fm_agent_session_thread (void *arg)
         if (sh->registered && (!peers_complete (sh) || poll_asked)
             && next_peers < wake) {
             wake = next_peers;
+        }
+        if (sh->registered && sh->plan_next_real > 0) {
+            int64_t at = now + (sh->plan_next_real + epoch_jitter - fm_time_real_ns ());
+            at = at > epoch_retry ? at : epoch_retry;
+            if (at < wake) {
+                wake = at > now ? at : now;
+            }
         }
         if (sh->stop && sh->flush_deadline < wake) {
             wake = sh->flush_deadline;

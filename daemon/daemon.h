@@ -28,6 +28,7 @@ typedef struct {
     int64_t max_body;
     int64_t retention_ns;
     int64_t window_ns;
+    int64_t plan_epoch_ns; /* probe plan rotation (plan_epoch); 0: none */
     bool metrics_public;
     size_t metrics_links; /* per-link series in /metrics: the worst this many */
     bool pages_public; /* serve / and /jobs/{id} without a credential */

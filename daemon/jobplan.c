@@ -335,9 +335,16 @@ int fm_jobplan_answer (fm_jobplan_t *c,
                        fm_store_t *st,
                        const fm_job_t *job,
                        const char *node,
+                       int64_t epoch_ns,
+                       int64_t now_ns,
                        json_t *o,
                        fm_error_t *err)
 {
+    uint64_t epoch = epoch_ns > 0 && now_ns > job->created_ns
+                         ? (uint64_t)((now_ns - job->created_ns) / epoch_ns)
+                         : 0;
+    int64_t next_ns =
+        epoch_ns > 0 ? job->created_ns + (int64_t)(epoch + 1) * epoch_ns : 0;
     const uint32_t *tv, *pv;
     size_t nt, np;
     json_t *peers, *targets = NULL, *probers = NULL, *plan = NULL;
@@ -349,6 +356,11 @@ int fm_jobplan_answer (fm_jobplan_t *c,
         pthread_mutex_unlock (&c->lock);
         return -1;
     }
+    if (fm_plan_epoch (e->plan) != epoch && fm_plan_set_epoch (e->plan, epoch) < 0) {
+        pthread_mutex_unlock (&c->lock);
+        errno = ENOMEM;
+        return fm_errprintf (err, "out of memory");
+    }
     if ((i = node_index (e, node)) < 0) {
         pthread_mutex_unlock (&c->lock);
         errno = ENOENT;
@@ -359,9 +371,13 @@ int fm_jobplan_answer (fm_jobplan_t *c,
     np = fm_plan_probers (e->plan, (size_t)i, &pv);
     if (!(peers = json_array ()) || !(targets = names_json (e, tv, nt, peers, false))
         || !(probers = names_json (e, pv, np, peers, true))
-        || !(plan = json_pack ("{s:I, s:I, s:I}",
+        || !(plan = json_pack ("{s:I, s:I, s:I, s:I, s:I}",
                                "epoch",
                                (json_int_t)fm_plan_epoch (e->plan),
+                               "epoch_ns",
+                               (json_int_t)epoch_ns,
+                               "next_ns",
+                               (json_int_t)next_ns,
                                "nodes",
                                (json_int_t)fm_hostlist_count (e->hosts),
                                "depth",

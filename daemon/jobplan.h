@@ -30,16 +30,20 @@ void fm_jobplan_destroy (fm_jobplan_t *c);
 /* A registration: keep node's address if the job's plan is cached. */
 void fm_jobplan_agent (fm_jobplan_t *c, int64_t job_id, const fm_agent_t *agent);
 
-/* Set in o (the rendezvous answer) for `node` of job: "peers" (the agents
- * among its targets and probers that registered), "targets" and "probers"
- * (node names), "plan" ({"epoch", "nodes", "peers", "cover_warning"?}).
- * -1 with err: ENOENT (node not in the job), EINVAL (no node list or a bad
- * one), ENOMEM, or a store error's errno.
+/* Set in o (the rendezvous answer) for `node` of job at realtime now_ns:
+ * "peers" (the agents among its targets and probers that registered),
+ * "targets" and "probers" (node names), "plan" ({"epoch", "epoch_ns",
+ * "next_ns", "nodes", "depth", "warning"?}). Epochs of epoch_ns (0: the plan
+ * stays at epoch 0) count from the job's creation. -1 with err: ENOENT (node
+ * not in the job), EINVAL (no node list or a bad one), ENOMEM, or a store
+ * error's errno.
  */
 int fm_jobplan_answer (fm_jobplan_t *c,
                        fm_store_t *st,
                        const fm_job_t *job,
                        const char *node,
+                       int64_t epoch_ns,
+                       int64_t now_ns,
                        json_t *o,
                        fm_error_t *err);
 

@@ -335,6 +335,7 @@ static void daemon_init (fm_daemon_t *d, const fm_conf_t *conf, bool insecure)
     d->max_body = fm_conf_size (conf, "max_body");
     d->retention_ns = fm_conf_duration (conf, "retention");
     d->window_ns = fm_conf_duration (conf, "report_window");
+    d->plan_epoch_ns = fm_conf_duration (conf, "plan_epoch");
     d->metrics_public = fm_conf_bool (conf, "metrics_public");
     d->metrics_links = (size_t)fm_conf_int (conf, "metrics_links");
     d->pages_public = fm_conf_bool (conf, "pages_public");

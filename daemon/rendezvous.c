@@ -84,7 +84,15 @@ static json_t *peers_json (fm_daemon_t *d,
     }
     /* a registration without job_nodes gets no plan: every agent */
     if (node && d->plans && job->nodes[0]) {
-        if (fm_jobplan_answer (d->plans, d->store, job, node, o, &err) < 0) {
+        if (fm_jobplan_answer (d->plans,
+                               d->store,
+                               job,
+                               node,
+                               d->plan_epoch_ns,
+                               fm_time_real_ns (),
+                               o,
+                               &err)
+            < 0) {
             json_decref (o);
             if (errno == ENOENT || errno == EINVAL || errno == E2BIG) {
                 fm_api_error (resp,

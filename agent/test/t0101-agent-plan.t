@@ -4,10 +4,11 @@
 #
 # 24 real fabric-agents on 127.0.0.1 (a job over the 17 nodes where every pair
 # is probed) against a real fabricd with a leafspine topology.conf: each agent
-# probes the targets of fabricd's probe plan and answers its probers, the
-# rendezvous answers stay O(k), and no link row claims loss that did not
-# happen (a pair only one side probes is reported by the prober, both
-# directions, from its own requests and the replies).
+# probes the targets of fabricd's probe plan and answers its probers, the plan
+# rotates (3 s epochs here) and the agents follow it, the rendezvous answers
+# stay O(k), and no link row claims loss that did not happen (a pair only one
+# side probes is reported by the prober, both directions, from its own
+# requests and the replies).
 . "$FM_SRCDIR/tests/tap.sh"
 
 [ "$(id -u)" -eq 0 ] || plan_skip_all "needs root (munged)"
@@ -61,6 +62,7 @@ munge_socket = "$SOCK"
 report_window = 1s
 topology = "$T/topology.conf"
 actions = none
+plan_epoch = 3s
 EOT
 
 get () {
@@ -70,7 +72,7 @@ get () {
     curl -s -H "Authorization: Munge $auth" "$URL$1"
 }
 
-plan 8
+plan 9
 
 "$FABRICD" -c "$T/fabricd.conf" >>"$T/fabricd.log" 2>&1 &
 fd_pid=$!
@@ -128,6 +130,9 @@ nlinks=$(jq .nlinks "$T/summary.json")
 ntargets=$(cat "$T"/peers.n* | jq -s 'map(.targets | length) | add')
 ok "$([ "$nlinks" -ge "$ntargets" ]; echo $?)" \
     "fabricd holds a link per planned pair and direction ($nlinks links, $ntargets targets)"
+# two rotating targets a node move on every epoch: more pairs than one epoch's
+ok "$([ "$nlinks" -ge $((2 * ntargets + N)) ]; echo $?)" \
+    "the agents followed the plan's epochs ($nlinks links, one epoch has $((2 * ntargets)))"
 lossy=$(jq '[.links[] | select(.sent > 0 and .lost * 20 > .sent)] | length' "$T/summary.json")
 is "$lossy" 0 "no link claims loss on loopback (one-sided pairs reported right)"
 [ "$lossy" = 0 ] || diag "$(jq -c '[.links[] | select(.lost * 20 > .sent)][:5]' "$T/summary.json")"
