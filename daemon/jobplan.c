@@ -382,6 +382,13 @@ int fm_jobplan_answer (fm_jobplan_t *c,
                                (json_int_t)fm_hostlist_count (e->hosts),
                                "depth",
                                (json_int_t)fm_plan_depth (e->plan, (size_t)i)))
+        || json_object_set_new (plan,
+                                "parent",
+                                fm_plan_parent (e->plan, (size_t)i) >= 0
+                                    ? json_string (fm_hostlist_nth (
+                                          e->hosts, (size_t)fm_plan_parent (e->plan, (size_t)i)))
+                                    : json_null ())
+               < 0
         || (e->warning[0]
             && json_object_set_new (plan, "warning", json_string (e->warning)) < 0)) {
         pthread_mutex_unlock (&c->lock);

@@ -33,7 +33,8 @@ void fm_jobplan_agent (fm_jobplan_t *c, int64_t job_id, const fm_agent_t *agent)
 /* Set in o (the rendezvous answer) for `node` of job at realtime now_ns:
  * "peers" (the agents among its targets and probers that registered),
  * "targets" and "probers" (node names), "plan" ({"epoch", "epoch_ns",
- * "next_ns", "nodes", "depth", "warning"?}). Epochs of epoch_ns (0: the plan
+ * "next_ns", "nodes", "depth", "parent" (its clock parent, null for the
+ * root), "warning"?}). Epochs of epoch_ns (0: the plan
  * stays at epoch 0) count from the job's creation. -1 with err: ENOENT (node
  * not in the job), EINVAL (no node list or a bad one), ENOMEM, or a store
  * error's errno.
