@@ -12,6 +12,7 @@ FM_TOP_SRCDIR=${FM_TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 FM_BUILDDIR=${FM_BUILDDIR:-${FM_TOP_BUILDDIR:-}}
 export FM_BUILDDIR FM_SRCDIR=$FM_TOP_SRCDIR
 . "$FM_SRCDIR/spank/test/sys.sh"
+MC_EXCLUSIVE=1 # 64 nodes: no other minicluster beside it
 mc_require
 command -v jq >/dev/null || plan_skip_all "jq is not installed"
 plan 11

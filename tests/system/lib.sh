@@ -4,7 +4,10 @@
 #
 # Helpers for the system tests, sourced after tests/tap.sh.  Each test file
 # runs its own minicluster in its own run directory, so test files can even run
-# side by side (their namespaces and addresses are private).
+# side by side (their namespaces and addresses are private) -- except one that
+# sets MC_EXCLUSIVE=1 before mc_require (a 64-node cluster loads a 2-core
+# machine enough to time out another cluster's Slurm RPCs): it waits for the
+# others and they for it (flock on /var/tmp/fm-systest.lock).
 #
 #   mc_require              skip the whole file unless root and FM_SYSTEM_TESTS=1
 #   mc_up [UP-ARGS]         boot a cluster; from then on EXIT tears it down, and
@@ -35,6 +38,10 @@ mc_require () {
     for t in slurmctld slurmd munged nft iptables-legacy tc ping perl; do
         command -v "$t" >/dev/null 2>&1 || plan_skip_all "$t is not installed"
     done
+    # held until this shell exits: shared, or alone with MC_EXCLUSIVE
+    exec {MC_LOCK_FD}>>/var/tmp/fm-systest.lock
+    flock "$([ -n "${MC_EXCLUSIVE:-}" ] && echo -x || echo -s)" -w 1800 "$MC_LOCK_FD" \
+        || plan_skip_all "another system test held /var/tmp/fm-systest.lock for 30 min"
     MC_TMP=$(mktemp -d /var/tmp/fm-systest-tmp.XXXXXX)
     trap mc_cleanup EXIT
 }
