@@ -242,7 +242,7 @@ static void fmt_time (json_t *v, char *buf, size_t len)
     struct tm tm;
 
     if (!json_is_integer (v) || !localtime_r (&t, &tm)
-        || !strftime (buf, len, "%Y-%m-%d %H:%M:%S", &tm)) {
+        || !strftime (buf, len, "%Y-%m-%d %H:%M:%S %Z", &tm)) {
         snprintf (buf, len, "-");
     }
 }

@@ -5,10 +5,13 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "fmtime.h"
 #include "score.h"
 
 int fm_score_text_elem_name (
@@ -95,24 +98,42 @@ int fm_score_text_evidence (const fm_topo_t *topo,
                      e->streak);
 }
 
+/* A time of the explanation as an admin reads it beside logs and Slurm, in
+ * UTC, named (the daemon does not know the reader's zone), never epoch
+ * seconds: a date, or for the windows under it (date false) the
+ * time of day alone (the 1024 bytes an action keeps hold more windows).
+ */
+static const char *utc (int64_t real_ns, bool date, char *buf, size_t len)
+{
+    time_t t = (time_t)(real_ns / FM_NSEC_PER_SEC);
+    struct tm tm;
+
+    if (!gmtime_r (&t, &tm)
+        || !(date ? strftime (buf, len, "%Y-%m-%d %H:%M:%S UTC", &tm)
+                  : strftime (buf, len, "%H:%M:%S", &tm))) {
+        snprintf (buf, len, "?");
+    }
+    return buf;
+}
+
 int fm_score_text_explain (const fm_topo_t *topo,
                            const fm_elem_status_t *e,
                            char *buf,
                            size_t len)
 {
-    char name[160];
+    char name[160], since[40], first[40], at[40];
     size_t used = 0;
     int n;
 
     fm_score_text_elem_name (topo, e->kind, e->id, name, sizeof (name));
     n = snprintf (buf,
                   len,
-                  "%s: %s %s since %.3fs (first implicated %.3fs), p=%d\n",
+                  "%s: %s %s since %s (first implicated %s), p=%d\n",
                   name,
                   fm_score_state_name (e->state),
                   fm_localize_class_name (e->cls),
-                  e->since_ns / 1e9,
-                  e->first_ns / 1e9,
+                  utc (e->since_ns, true, since, sizeof (since)),
+                  utc (e->first_ns, true, first, sizeof (first)),
                   e->streak);
     if (n < 0) {
         return n;
@@ -136,9 +157,9 @@ int fm_score_text_explain (const fm_topo_t *topo,
         }
         n = snprintf (used < len ? buf + used : NULL,
                       used < len ? len - used : 0,
-                      "  window@%.3fs %s %s llr=%.1f lost=%.0f/%.0f delay=%.1fus "
+                      "  window@%s %s %s llr=%.1f lost=%.0f/%.0f delay=%.1fus "
                       "flows=%d witnesses=%d%s%s%s\n",
-                      h->end_ns / 1e9,
+                      utc (h->end_ns, false, at, sizeof (at)),
                       fm_localize_side_name (h->side),
                       fm_localize_class_name (h->cls),
                       h->gain,

@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "fmtime.h"
 #include "score.h"
 #include "topo.h"
 
@@ -257,6 +258,12 @@ static void test_delay (void **state)
     assert_non_null (strstr (buf, "node:n2: failed delay"));
     assert_non_null (strstr (buf, "window@"));
     assert_non_null (strstr (buf, "rx delay"));
+    /* times as dates, never epoch seconds: the test's clock starts at 0 */
+    assert_non_null (strstr (
+        buf,
+        "since 1970-01-01 00:01:15 UTC (first implicated 1970-01-01 00:00:55 UTC)"));
+    assert_non_null (strstr (buf, "window@00:01:05 rx delay"));
+    assert_null (strstr (buf, "0s "));
     fx_free (fx);
 }
 
