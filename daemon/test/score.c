@@ -14,7 +14,6 @@
 
 #include <cmocka.h>
 
-#include "fmtime.h"
 #include "score.h"
 #include "topo.h"
 
